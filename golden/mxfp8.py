@@ -21,8 +21,9 @@ its authors' reference library (microsoft/microxcaling, ``_quantize_mx``):
   max, i.e. ``-134`` before clamping, so the scale byte is ``0x00`` (2**-127) and every element
   is ``+-0`` (sign kept).
 * ``P_i = E4M3(V_i / 2**shared_exp)`` with round-to-nearest-even and *saturation*: magnitudes
-  beyond 448 become +-448. The spec leaves the handling of element overflow to the
-  implementation; we saturate, as the reference library does (``saturate_normals=True``).
+  beyond 448 become +-448. The MX spec leaves element overflow to the implementation (the
+  OCP FP8 conversions come in saturating and non-saturating flavours); we saturate, as the
+  spec authors' reference library does (``saturate_normals=True``).
   Overflow does happen: ``|V_i| / 2**shared_exp`` lies in ``[256, 512)`` for the block maximum,
   and values in ``(464, 512)`` (block max with significand >= 1.8125) would round past 448.
   Subnormal E4M3 results are kept (no flush to zero).
@@ -51,7 +52,7 @@ Dequantisation (:func:`dequantize`) is the behaviour the RTL dequantiser impleme
 * Hence: results in the BF16 normal range are exact (4 <= 8 significant bits); results below
   2**-126 are rounded RNE to BF16 *subnormals* (kept, not flushed; lsb 2**-133, so e.g.
   ``2**-136`` rounds to ``+0`` and ``3 * 2**-135`` to ``2**-133``); results ``>= 2**128`` in
-  magnitude (only with ``S >= 0xF8``) become +-inf.
+  magnitude (only possible with ``S >= 0xF7``) become +-inf.
 * ``+-0`` elements give ``+-0`` (``0x0000`` / ``0x8000``) for any non-NaN scale.
 * A NaN element (``0x7F``/``0xFF``) or a NaN scale (``0xFF``, whole block) gives the canonical
   BF16 quiet NaN ``0x7FC0`` (:attr:`BF16.qnan_bits`), the only NaN memwall blocks emit.

@@ -137,6 +137,7 @@ def test_dequantize_exhaustive():
     # The RTL-facing facts the docstring states.
     assert np.all(out[0xFF] == QNAN)
     assert out[0xFE, 0x7E] == 0x7F80 and out[0xFE, 0xFE] == 0xFF80      # 448 * 2**127 -> inf
+    assert out[0xF7, 0x7E] == 0x7F80 and out[0xF6, 0x7E] == 0x7F60      # 1.75 * 2**128 / 127
     assert out[0x00, 0x01] == 0x0000                                     # 2**-136 -> +0
     assert out[0x00, 0x81] == 0x8000                                     # -2**-136 -> -0
     assert out[0x01, 0x03] == 0x0001                                     # 3*2**-135 -> 2**-133

