@@ -19,7 +19,8 @@ import json
 import re
 from dataclasses import dataclass
 
-from amaranth.back import verilog
+from amaranth._toolchain.yosys import find_yosys
+from amaranth.back import rtlil
 from amaranth.hdl import ClockSignal, Instance, ResetSignal, Value
 from amaranth.lib import wiring
 
@@ -90,10 +91,19 @@ def _readable_suffix(params: dict) -> str | None:
 
 
 _PORT_DECL = re.compile(r"^\s*(input|output)\s+(?:\[(\d+):(\d+)\]\s+)?\\?([A-Za-z_][\w$.]*)\s*;")
+_RTLIL_PORT = re.compile(r"^\s*wire width (\d+) (input|output) \d+\s+\\(\S+)\s*$", re.M)
+_VERILOG_MODULE = re.compile(r"^module \\?([^\s(]+)\s*\(", re.M)
+
+
+def _rtlil_ports(text: str, name: str) -> tuple[Port, ...]:
+    start = text.index(f"\nmodule \\{name}\n")
+    body = text[start:text.index("\nend\n", start)]
+    return tuple(Port(pname, direction, int(width))
+                 for width, direction, pname in _RTLIL_PORT.findall(body))
 
 
 def _parse_ports(text: str, name: str) -> tuple[Port, ...]:
-    """Read the port declarations of module ``name`` out of Amaranth/Yosys Verilog."""
+    """Read the port declarations of module ``name`` out of structural Verilog."""
     start = re.search(rf"^module {re.escape(name)}\(", text, re.M)
     if start is None:
         raise RuntimeError(f"module {name} not found in converted Verilog")
@@ -114,7 +124,9 @@ class Design:
     def __init__(self):
         self._by_key: dict[tuple[str, str], ModuleInfo] = {}
         self._names: set[str] = set()
-        self._text: dict[str, str] = {}   # module name -> Verilog, children before parents
+        self._order: list[str] = []            # module names, children before parents
+        self._rtlil: dict[str, str] = {}       # modules Amaranth built, converted in one go
+        self._text: dict[str, str] = {}        # module name -> Verilog
         self.tops: list[str] = []
 
     # -- building --------------------------------------------------------------------------------
@@ -146,23 +158,51 @@ class Design:
         try:
             if hasattr(component, "emit_verilog"):
                 text = component.emit_verilog(self, name)
+                info = ModuleInfo(name, _parse_ports(text, name))
+                self._text[name] = text.strip() + "\n"
             else:
-                text = verilog.convert(component, name=name, emit_src=False)
+                text = rtlil.convert(component, name=name, emit_src=False)
+                info = ModuleInfo(name, _rtlil_ports(text, name))
+                self._rtlil[name] = text
         finally:
             _current_design.reset(token)
-        info = ModuleInfo(name, _parse_ports(text, name))
-        self._text[name] = text.strip() + "\n"
+        self._order.append(name)
         return info
+
+    def _write_verilog(self) -> None:
+        """One Yosys run turns every pending RTLIL module into Verilog (not one run per module)."""
+        if not self._rtlil:
+            return
+        script = [f"read_rtlil <<rtlil\n{text}\nrtlil" for text in self._rtlil.values()]
+        script += ["proc -nomux -norom", "memory_collect",
+                   "attrmap -remove generator -remove top -remove src",
+                   "attrmap -modattr -remove generator -remove top -remove src",
+                   "write_verilog -norename"]
+        yosys = find_yosys(lambda version: version >= (0, 40))
+        output = yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True)
+        # Split per module; Amaranth's own (non-deduplicated) submodules are named
+        # "<parent>.<child>" and stay in their parent's file.
+        starts = [(m.start(), m.group(1)) for m in _VERILOG_MODULE.finditer(output)]
+        pieces: dict[str, list[str]] = {name: [] for name in self._rtlil}
+        for (begin, module), (end, _) in zip(starts, starts[1:] + [(len(output), None)]):
+            begin = output.rfind("\n\n", 0, begin) + 1 if "(*" in output[:begin][-200:] else begin
+            owner = module if module in pieces else module.split(".", 1)[0]
+            pieces[owner].append(output[begin:end].strip() + "\n")
+        for name, parts in pieces.items():
+            self._text[name] = "\n".join(parts)
+        self._rtlil.clear()
 
     # -- results ---------------------------------------------------------------------------------
     @property
     def module_names(self) -> list[str]:
-        return list(self._text)
+        return list(self._order)
 
     def verilog(self) -> str:
-        return "\n".join(self._text.values())
+        self._write_verilog()
+        return "\n".join(self._text[name] for name in self._order)
 
     def module_text(self, name: str) -> str:
+        self._write_verilog()
         return self._text[name]
 
 

@@ -36,7 +36,9 @@ class ReduceOp(enum.Enum, shape=2):
 class ReductionTree(wiring.Component):
     """Pipelined pairwise tree over ``lanes`` BF16 inputs: (max, its index) and FP32 sum.
 
-    A lane with ``valid`` low never wins the max and adds ``+0`` to the sum. The max node keeps
+    Lanes ``count`` and above are invalid: they never win the max and add ``+0`` to the sum.
+    ``count`` is split per level (left half ``min(count, n/2)``, right half the rest) rather
+    than decoded into a VLEN-bit valid mask. The max node keeps
     the lower-index operand unless the other is valid and strictly greater by
     :func:`~memwall.hdl.common.fp.bf16_key`, so the first index wins ties.
 
@@ -49,8 +51,8 @@ class ReductionTree(wiring.Component):
     ----------
     data : In(ArrayLayout(16, lanes))
         BF16 lane values.
-    valid : In(lanes)
-        Lane valid bits.
+    count : In(range(lanes + 1))
+        Valid lanes: ``0 .. count-1``.
     load : In(log2(lanes))
         Stage enables, one per tree level (level 0 = the leaf pairs).
     max_value, max_valid, max_index : Out
@@ -67,7 +69,7 @@ class ReductionTree(wiring.Component):
         self.params = {"lanes": lanes}
         super().__init__({
             "data": In(data.ArrayLayout(16, lanes)),
-            "valid": In(lanes),
+            "count": In(range(lanes + 1)),
             "load": In(self.levels),
             "max_value": Out(16), "max_valid": Out(1), "max_index": Out(self.levels),
             "sum": Out(32),
@@ -75,21 +77,23 @@ class ReductionTree(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        half = self.lanes // 2
+        upper = self.count >= half
+        counts = (Mux(upper, half, self.count), Mux(upper, self.count - half, 0))
         if self.lanes == 2:
             # Leaves: BF16 widens to FP32 exactly; an invalid lane contributes +0.
-            left = dict(value=self.data[0], valid=self.valid[0], index=Const(0, 0),
-                        sum=Mux(self.valid[0], Cat(Const(0, 16), self.data[0]), 0))
-            right = dict(value=self.data[1], valid=self.valid[1], index=Const(0, 0),
-                         sum=Mux(self.valid[1], Cat(Const(0, 16), self.data[1]), 0))
+            valid = (self.count >= 1, self.count >= 2)
+            left, right = (dict(value=self.data[n], valid=valid[n], index=Const(0, 0),
+                                sum=Mux(valid[n], Cat(Const(0, 16), self.data[n]), 0))
+                           for n in range(2))
         else:
-            half = self.lanes // 2
             sides = []
             for n, name in enumerate(("left", "right")):
                 sub = ReductionTree(half)
                 unique_submodule(m, name, sub)
                 m.d.comb += [
                     sub.data.as_value().eq(self.data.as_value()[n * half * 16:(n + 1) * half * 16]),
-                    sub.valid.eq(self.valid[n * half:(n + 1) * half]),
+                    sub.count.eq(counts[n]),
                     sub.load.eq(self.load[:-1]),
                 ]
                 sides.append(dict(value=sub.max_value, valid=sub.max_valid, index=sub.max_index,
@@ -178,13 +182,11 @@ class ReductionUnit(wiring.Component):
         tree = ReductionTree(vlen)
         unique_submodule(m, "control", control)
         unique_submodule(m, "tree", tree)
-        lane_valid = Signal(vlen)
-        # Thermometer code: lane n is valid when n < count.
-        m.d.comb += lane_valid.eq(~(Const(-1, vlen + 1) << self.i.payload.count)[:vlen])
         m.d.comb += [
             control.i.valid.eq(self.i.valid), control.i.payload.eq(self.i.payload),
             self.i.ready.eq(control.i.ready),
-            tree.data.eq(self.data), tree.valid.eq(lane_valid), tree.load.eq(control.load),
+            tree.data.eq(self.data), tree.count.eq(self.i.payload.count),
+            tree.load.eq(control.load),
         ]
 
         # Accumulation stage: combine each chunk's tree result with the running result.

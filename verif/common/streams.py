@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from cocotb.triggers import RisingEdge
 
-__all__ = ["pack_lanes", "unpack_lanes", "StreamSource", "StreamSink", "Scoreboard", "start"]
+__all__ = ["pack_lanes", "unpack_lanes", "pack_struct", "StreamSource", "StreamSink", "Scoreboard",
+           "start"]
 
 
 def pack_lanes(values, width: int) -> int:
@@ -37,6 +38,11 @@ def unpack_lanes(value: int, width: int, count: int) -> np.ndarray:
         return np.frombuffer(raw, dtype=f"<u{width // 8}").astype(np.uint64)
     mask = (1 << width) - 1
     return np.array([(int(value) >> (n * width)) & mask for n in range(count)], dtype=np.uint64)
+
+
+def pack_struct(layout, **fields) -> int:
+    """Pack a payload from the RTL's own ``amaranth.lib.data`` layout (no hand-coded offsets)."""
+    return layout.const(fields).as_value().value
 
 
 def _signal(dut, name):

@@ -9,15 +9,12 @@ import numpy as np
 
 from memwall.golden.fparith import reduce_max_idx, reduce_sum
 from memwall.verif.common.runner import tb_params
-from memwall.verif.common.streams import Scoreboard, StreamSink, StreamSource, pack_lanes, start
+from memwall.hdl.dplena.reduction import ReduceOp, reduce_cmd_layout
+from memwall.verif.common.streams import (Scoreboard, StreamSink, StreamSource, pack_lanes,
+                                          pack_struct, start)
 from memwall.verif.dplena.stimulus import bf16_vector
 
-OPS = {"MAX": 0, "SUM": 1, "MAX_IDX": 2}
-
-
-def cmd_word(vlen: int, op: int, count: int, first: bool, last: bool) -> int:
-    count_bits = vlen.bit_length()          # range(vlen + 1)
-    return op | count << 2 | int(first) << (2 + count_bits) | int(last) << (3 + count_bits)
+OPS = ("MAX", "SUM", "MAX_IDX")
 
 
 def expected(op: str, x: np.ndarray, vlen: int) -> tuple[int, int]:
@@ -43,7 +40,7 @@ async def random_and_directed(dut):
             vectors.append((op, bf16_vector(rng, int(rng.choice(lengths)), kind)))
     for _ in range(tb_params().get("random_vectors", 30)):
         kind = rng.choice(["random", "ties", "all_negative", "specials", "denormal", "wide"])
-        vectors.append((rng.choice(list(OPS)), bf16_vector(rng, int(rng.integers(1, 4 * vlen)),
+        vectors.append((str(rng.choice(OPS)), bf16_vector(rng, int(rng.integers(1, 4 * vlen)),
                                                              str(kind))))
 
     async def drive():
@@ -54,9 +51,9 @@ async def random_and_directed(dut):
                 # Lanes past the chunk's count carry garbage that must be ignored.
                 lanes = np.concatenate([part, rng.integers(0, 1 << 16, vlen - len(part),
                                                            dtype=np.uint16)])
-                await source.send(cmd_word(vlen, OPS[op], len(part), start_lane == 0,
-                                           start_lane + vlen >= len(x)),
-                                  data=pack_lanes(lanes, 16))
+                cmd = pack_struct(reduce_cmd_layout(vlen), op=ReduceOp[op], count=len(part),
+                                  first=start_lane == 0, last=start_lane + vlen >= len(x))
+                await source.send(cmd, data=pack_lanes(lanes, 16))
 
     cocotb.start_soon(drive())
     observed = await sink.wait_for(len(vectors))
