@@ -15,13 +15,9 @@ from amaranth.hdl import Module, Shape, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .netlist import Design, module_key, port_values, structural_module, unique_submodule
+from .netlist import Design, Netlist, module_key, port_values, unique_submodule
 
 __all__ = ["LaneArray", "LockstepControl"]
-
-
-def _bind(port_name: str, net: str) -> str:
-    return f".{port_name}({net})"
 
 
 class LockstepControl(wiring.Component):
@@ -159,37 +155,24 @@ class LaneArray(wiring.Component):
 
     # Verilog path: one control instance and a generate loop over one lane module.
     def emit_verilog(self, design: Design, name: str) -> str:
+        netlist = Netlist.of(design, self)
         control = design.module_for(self._control)
-        lane = design.module_for(self._lane)
-        clocked = [p for p in ("clk", "rst") if p in control.port_names | lane.port_names]
-        ports = [(p, "input", 1) for p in clocked]
-        ports += [(pname, direction, len(value))
-                  for pname, (direction, value) in port_values(self).items()]
-        body = []
-        for control_port in sorted(self._internal_links):
-            width = control.port(control_port).width
-            body.append(f"  wire {f'[{width - 1}:0] ' if width > 1 else ''}link_{control_port};")
-        control_binds = []
-        for port in control.ports:
-            net = f"link_{port.name}" if port.name in self._internal_links else port.name
-            control_binds.append(_bind(port.name, net))
-        body.append(f"  {control.name} control ({', '.join(control_binds)});")
-        lane_binds = []
-        for port in lane.ports:
-            if port.name in clocked or port.name in self._broadcast:
-                net = port.name
+        for port in sorted(self._internal_links):
+            netlist.wire(f"link_{port}", control.port(port).width)
+        netlist.instance("control", self._control, {
+            p.name: f"link_{p.name}" if p.name in self._internal_links else p.name
+            for p in control.ports if p.name not in ("clk", "rst")})
+        lane_binds = {}
+        for port in design.module_for(self._lane).ports:
+            if port.name in ("clk", "rst"):
+                continue
+            if port.name in self._broadcast:
+                lane_binds[port.name] = port.name
             elif port.name in self._links:
                 target = self._links[port.name]
-                net = f"link_{target}" if target in self._internal_links else target
+                lane_binds[port.name] = f"link_{target}" if target in self._internal_links \
+                    else target
             else:
-                net = f"{port.name}[i*{port.width} +: {port.width}]"
-            lane_binds.append(_bind(port.name, net))
-        body += [
-            "  genvar i;",
-            "  generate",
-            f"    for (i = 0; i < {self.count}; i = i + 1) begin : lane",
-            f"      {lane.name} u ({', '.join(lane_binds)});",
-            "    end",
-            "  endgenerate",
-        ]
-        return structural_module(name, ports, body)
+                lane_binds[port.name] = f"{port.name}[i*{port.width} +: {port.width}]"
+        netlist.instance("lane", self._lane, lane_binds, replicate=self.count)
+        return netlist.text(name)

@@ -25,7 +25,7 @@ from amaranth.hdl import ClockSignal, Instance, ResetSignal, Value
 from amaranth.lib import wiring
 
 __all__ = ["Design", "ModuleInfo", "Port", "unique_submodule", "port_values", "module_key",
-           "structural_module", "StructuralTop"]
+           "Netlist", "StructuralTop"]
 
 _current_design: contextvars.ContextVar["Design | None"] = contextvars.ContextVar(
     "memwall_design", default=None)
@@ -136,6 +136,7 @@ class Design:
         return info
 
     def module_for(self, component) -> ModuleInfo:
+        component._MustUse__silence = True  # stands for its deduplicated module, never elaborated
         key = module_key(component)
         if key not in self._by_key:
             self._by_key[key] = self._emit(component, self._fresh_name(component, key))
@@ -225,20 +226,75 @@ def unique_submodule(m, name: str, component) -> None:
         m.submodules[name] = component
         return
     info = design.module_for(component)
-    component._MustUse__silence = True  # stands as an Instance of the deduplicated module
     m.submodules[name] = Instance(info.name, **instance_connections(info, port_values(component)))
 
 
-def structural_module(name: str, ports: list[tuple[str, str, int]], body: list[str]) -> str:
-    """Verilog text of a module with the given (name, direction, width) ports and body lines."""
-    lines = [f"module {name}({', '.join(p for p, _, _ in ports)});"]
-    for pname, direction, width in ports:
-        # Vectors keep an explicit range even at width 1, so lane slices stay legal.
-        rng = "" if pname in ("clk", "rst") else f"[{width - 1}:0] "
-        lines.append(f"  {direction} {rng}{pname};")
-    lines += body
-    lines.append("endmodule")
-    return "\n".join(lines) + "\n"
+class Netlist:
+    """Builds a structural Verilog module: ports, wires and instances of deduplicated modules.
+
+    Components whose Verilog is pure wiring (lane arrays, reduction trees, tops) write it with
+    this in ``emit_verilog`` instead of going through Amaranth, so their cost does not grow with
+    the width of the vectors they route. Nets are Verilog expressions over port and wire names.
+    """
+
+    def __init__(self, design: Design, ports: list[tuple[str, str, int]] = ()):
+        self.design = design
+        self.ports = list(ports)
+        self._clocked: set[str] = set()
+        self._wires: list[str] = []
+        self._body: list[str] = []
+
+    @classmethod
+    def of(cls, design: Design, component) -> "Netlist":
+        """A netlist whose ports are ``component``'s own (Amaranth's flattened names)."""
+        return cls(design, [(name, direction, len(value))
+                            for name, (direction, value) in port_values(component).items()])
+
+    def port(self, name: str, direction: str, width: int) -> str:
+        self.ports.append((name, direction, width))
+        return name
+
+    def wire(self, name: str, width: int) -> str:
+        self._wires.append(f"  wire [{width - 1}:0] {name};")
+        return name
+
+    def instance(self, name: str, component, binds: dict[str, str], *,
+                 replicate: int | None = None) -> ModuleInfo:
+        """Instantiate ``component``'s module; ``clk``/``rst`` are bound implicitly.
+
+        With ``replicate=N`` the instance sits in a ``generate`` loop over ``i`` in ``0..N-1``.
+        """
+        info = self.design.module_for(component)
+        unbound = {p.name for p in info.ports} - set(binds) - set(_CLOCK_PORTS)
+        unknown = set(binds) - {p.name for p in info.ports}
+        if unbound or unknown:
+            raise ValueError(f"instance {name} of {info.name}: unbound ports {sorted(unbound)}, "
+                             f"unknown ports {sorted(unknown)}")
+        connections = []
+        for port in info.ports:
+            if port.name in _CLOCK_PORTS:
+                self._clocked.add(port.name)
+                connections.append(f".{port.name}({port.name})")
+            else:
+                connections.append(f".{port.name}({binds[port.name]})")
+        line = f"{info.name} {'u' if replicate else name} ({', '.join(connections)});"
+        if replicate is None:
+            self._body.append(f"  {line}")
+        else:
+            self._body += ["  genvar i;", "  generate",
+                           f"    for (i = 0; i < {replicate}; i = i + 1) begin : {name}",
+                           f"      {line}", "    end", "  endgenerate"]
+        return info
+
+    def text(self, name: str) -> str:
+        ports = [(p, "input", 1) for p in _CLOCK_PORTS if p in self._clocked] + self.ports
+        lines = [f"module {name}({', '.join(p for p, _, _ in ports)});"]
+        for pname, direction, width in ports:
+            # Vectors keep an explicit range even at width 1, so lane slices stay legal.
+            rng = "" if pname in _CLOCK_PORTS else f"[{width - 1}:0] "
+            lines.append(f"  {direction} {rng}{pname};")
+        lines += self._wires + self._body + ["endmodule"]
+        return "\n".join(lines) + "\n"
 
 
 class StructuralTop:
@@ -253,16 +309,10 @@ class StructuralTop:
         self.params = {name: module_key(part) for name, part in self.parts.items()}
 
     def emit_verilog(self, design: Design, name: str) -> str:
-        infos = {part: design.module_for(comp) for part, comp in self.parts.items()}
-        clocked = [p for p in _CLOCK_PORTS if any(p in i.port_names for i in infos.values())]
-        ports = [(p, "input", 1) for p in clocked]
-        body = []
-        for part, info in infos.items():
-            binds = []
-            for port in info.ports:
-                net = port.name if port.name in _CLOCK_PORTS else f"{part}__{port.name}"
-                if port.name not in _CLOCK_PORTS:
-                    ports.append((net, port.direction, port.width))
-                binds.append(f".{port.name}({net})")
-            body.append(f"  {info.name} {part} ({', '.join(binds)});")
-        return structural_module(name, ports, body)
+        netlist = Netlist(design)
+        for part, component in self.parts.items():
+            info = design.module_for(component)
+            binds = {port.name: netlist.port(f"{part}__{port.name}", port.direction, port.width)
+                     for port in info.ports if port.name not in _CLOCK_PORTS}
+            netlist.instance(part, component, binds)
+        return netlist.text(name)

@@ -3,10 +3,12 @@
 Paper: d-PLENA Fig. 3 "Reduction Unit", instructions V_RED_MAX, V_RED_SUM, V_RED_MAX_IDX.
 Bit-exact with :func:`memwall.golden.fparith.reduce_max_idx` / ``reduce_sum``.
 
-The tree is built by recursive halving: ``ReductionTree(n)`` is two ``ReductionTree(n/2)`` and
-one node, so a VLEN-lane tree is log2(VLEN) unique modules whatever VLEN is, and the pairwise
-order of the SUM (lanes 2i and 2i+1 first) is fixed by construction. Every tree level is one
-pipeline stage.
+The tree is built by recursive halving: ``ReductionTree(n)`` is two ``ReductionTree(n/2)``, a
+count splitter and one :class:`ReductionNode`, so a VLEN-lane tree is log2(VLEN) unique modules
+whatever VLEN is, and the pairwise order of the SUM (lanes 2i and 2i+1 first) is fixed by
+construction. Every tree level is one pipeline stage. The tree levels and the unit are written as
+structural Verilog (:class:`~memwall.hdl.common.netlist.Netlist`): they only route wide vectors,
+so generation time does not grow with VLEN.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from amaranth.utils import exact_log2
 
 from memwall.hdl.common.fp import FpAdd, bf16_key
 from memwall.hdl.common.lanes import LockstepControl
-from memwall.hdl.common.netlist import unique_submodule
+from memwall.hdl.common.netlist import Design, Netlist, unique_submodule
 
-__all__ = ["ReduceOp", "ReductionTree", "ReductionUnit", "BF16_NEG_INF"]
+__all__ = ["ReduceOp", "ReductionNode", "ReductionLeafPair", "CountSplit", "ReductionTree",
+           "ReductionAccumulator", "ReductionUnit", "reduction_tree", "reduce_cmd_layout",
+           "RESULT_LAYOUT", "BF16_NEG_INF"]
 
 BF16_NEG_INF = 0xFF80
 
@@ -33,19 +37,116 @@ class ReduceOp(enum.Enum, shape=2):
     MAX_IDX = 2
 
 
-class ReductionTree(wiring.Component):
-    """Pipelined pairwise tree over ``lanes`` BF16 inputs: (max, its index) and FP32 sum.
+def _tree_outputs(index_width: int) -> dict:
+    return {"max_value": Out(16), "max_valid": Out(1), "max_index": Out(index_width),
+            "sum": Out(32)}
+
+
+def _merge(m: Module, component, left: dict, right: dict) -> None:
+    """One tree node: compare-select the max and add the sums, registered when ``load``.
+
+    The right (higher-index) side wins only if valid and strictly greater by ``bf16_key`` or
+    the left is invalid, so the first index wins ties.
+    """
+    adder = FpAdd("fp32")
+    unique_submodule(m, "adder", adder)
+    m.d.comb += [adder.a.eq(left["sum"]), adder.b.eq(right["sum"]), adder.sub.eq(0)]
+    right_wins = right["valid"] & (~left["valid"] |
+                                   (bf16_key(right["value"]) > bf16_key(left["value"])))
+    # Pipeline registers: data path only, no reset needed.
+    regs = {name: Signal(len(getattr(component, name)), reset_less=True, name=name)
+            for name in ("max_value", "max_valid", "max_index", "sum")}
+    with m.If(component.load):
+        m.d.sync += [
+            regs["max_value"].eq(Mux(right_wins, right["value"], left["value"])),
+            regs["max_valid"].eq(left["valid"] | right["valid"]),
+            regs["max_index"].eq(Cat(Mux(right_wins, right["index"], left["index"]), right_wins)),
+            regs["sum"].eq(adder.y),
+        ]
+    m.d.comb += [getattr(component, name).eq(reg) for name, reg in regs.items()]
+
+
+class ReductionNode(wiring.Component):
+    """Merges two sub-tree results (max, valid, index, FP32 sum) into one, one pipeline stage.
+
+    Parameters
+    ----------
+    index_width : int
+        Index bits of each input; the output index has one more (the side that won).
+    """
+
+    def __init__(self, index_width: int):
+        if index_width < 1:
+            raise ValueError(f"index_width must be >= 1, got {index_width}")
+        self.params = {"index_width": index_width}
+        side = {"value": In(16), "valid": In(1), "index": In(index_width), "sum": In(32)}
+        super().__init__({**{f"l_{k}": v for k, v in side.items()},
+                          **{f"r_{k}": v for k, v in side.items()},
+                          "load": In(1), **_tree_outputs(index_width + 1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        sides = [{k: getattr(self, f"{s}_{k}") for k in ("value", "valid", "index", "sum")}
+                 for s in ("l", "r")]
+        _merge(m, self, *sides)
+        return m
+
+
+class ReductionLeafPair(wiring.Component):
+    """The leaves: two BF16 lanes (lane 1 valid if ``count`` >= 2), merged like a node.
+
+    BF16 widens to FP32 exactly; an invalid lane contributes +0 to the sum.
+    """
+
+    def __init__(self):
+        self.params = {}
+        super().__init__({"data": In(data.ArrayLayout(16, 2)), "count": In(range(3)),
+                          "load": In(1), **_tree_outputs(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        valid = (self.count >= 1, self.count >= 2)
+        left, right = ({"value": self.data[n], "valid": valid[n], "index": Const(0, 0),
+                        "sum": Mux(valid[n], Cat(Const(0, 16), self.data[n]), 0)}
+                       for n in range(2))
+        _merge(m, self, left, right)
+        return m
+
+
+class CountSplit(wiring.Component):
+    """Valid-lane count of an n-lane tree -> counts of its halves: min(c, n/2), max(c - n/2, 0)."""
+
+    def __init__(self, lanes: int):
+        self.lanes = lanes
+        self.params = {"lanes": lanes}
+        half = range(lanes // 2 + 1)
+        super().__init__({"count": In(range(lanes + 1)), "left": Out(half), "right": Out(half)})
+
+    def elaborate(self, platform):
+        m = Module()
+        half = self.lanes // 2
+        upper = self.count >= half
+        m.d.comb += [self.left.eq(Mux(upper, half, self.count)),
+                     self.right.eq(Mux(upper, self.count - half, 0))]
+        return m
+
+
+class _Structural:
+    def elaborate(self, platform):
+        raise NotImplementedError(f"{type(self).__name__} is built as structural Verilog; "
+                                  f"generate it with a Design and simulate that")
+
+
+class ReductionTree(_Structural, wiring.Component):
+    """Pipelined pairwise tree over ``lanes`` >= 4 BF16 inputs: (max, its index) and FP32 sum.
 
     Lanes ``count`` and above are invalid: they never win the max and add ``+0`` to the sum.
-    ``count`` is split per level (left half ``min(count, n/2)``, right half the rest) rather
-    than decoded into a VLEN-bit valid mask. The max node keeps
-    the lower-index operand unless the other is valid and strictly greater by
-    :func:`~memwall.hdl.common.fp.bf16_key`, so the first index wins ties.
+    ``count`` is split per level rather than decoded into a VLEN-bit valid mask.
 
     Parameters
     ----------
     lanes : int
-        Power of two >= 2.
+        Power of two >= 4 (use :func:`reduction_tree` for any power of two >= 2).
 
     Attributes
     ----------
@@ -62,64 +163,42 @@ class ReductionTree(wiring.Component):
     """
 
     def __init__(self, lanes: int):
-        if lanes < 2 or lanes & (lanes - 1):
-            raise ValueError(f"lanes must be a power of two >= 2, got {lanes}")
+        if lanes < 4 or lanes & (lanes - 1):
+            raise ValueError(f"lanes must be a power of two >= 4, got {lanes}")
         self.lanes = lanes
         self.levels = exact_log2(lanes)
         self.params = {"lanes": lanes}
-        super().__init__({
-            "data": In(data.ArrayLayout(16, lanes)),
-            "count": In(range(lanes + 1)),
-            "load": In(self.levels),
-            "max_value": Out(16), "max_valid": Out(1), "max_index": Out(self.levels),
-            "sum": Out(32),
-        })
+        super().__init__({"data": In(data.ArrayLayout(16, lanes)), "count": In(range(lanes + 1)),
+                          "load": In(self.levels), **_tree_outputs(self.levels)})
 
-    def elaborate(self, platform):
-        m = Module()
-        half = self.lanes // 2
-        upper = self.count >= half
-        counts = (Mux(upper, half, self.count), Mux(upper, self.count - half, 0))
-        if self.lanes == 2:
-            # Leaves: BF16 widens to FP32 exactly; an invalid lane contributes +0.
-            valid = (self.count >= 1, self.count >= 2)
-            left, right = (dict(value=self.data[n], valid=valid[n], index=Const(0, 0),
-                                sum=Mux(valid[n], Cat(Const(0, 16), self.data[n]), 0))
-                           for n in range(2))
-        else:
-            sides = []
-            for n, name in enumerate(("left", "right")):
-                sub = ReductionTree(half)
-                unique_submodule(m, name, sub)
-                m.d.comb += [
-                    sub.data.as_value().eq(self.data.as_value()[n * half * 16:(n + 1) * half * 16]),
-                    sub.count.eq(counts[n]),
-                    sub.load.eq(self.load[:-1]),
-                ]
-                sides.append(dict(value=sub.max_value, valid=sub.max_valid, index=sub.max_index,
-                                  sum=sub.sum))
-            left, right = sides
+    def emit_verilog(self, design: Design, name: str) -> str:
+        half, sub_levels = self.lanes // 2, self.levels - 1
+        netlist = Netlist.of(design, self)
+        split = CountSplit(self.lanes)
+        count_width = len(split.left)
+        netlist.instance("split", split, {"count": "count", "left": netlist.wire("left_count",
+                         count_width), "right": netlist.wire("right_count", count_width)})
+        node = {}
+        for n, side in enumerate(("l", "r")):
+            outs = {"max_value": netlist.wire(f"{side}_value", 16),
+                    "max_valid": netlist.wire(f"{side}_valid", 1),
+                    "max_index": netlist.wire(f"{side}_index", sub_levels),
+                    "sum": netlist.wire(f"{side}_sum", 32)}
+            netlist.instance("left" if n == 0 else "right", reduction_tree(half), {
+                "data": f"data[{n * half * 16} +: {half * 16}]",
+                "count": "left_count" if n == 0 else "right_count",
+                "load": f"load[{sub_levels - 1}:0]", **outs})
+            node.update({f"{side}_value": outs["max_value"], f"{side}_valid": outs["max_valid"],
+                         f"{side}_index": outs["max_index"], f"{side}_sum": outs["sum"]})
+        netlist.instance("node", ReductionNode(sub_levels), {
+            **node, "load": f"load[{self.levels - 1}]", "max_value": "max_value",
+            "max_valid": "max_valid", "max_index": "max_index", "sum": "sum"})
+        return netlist.text(name)
 
-        adder = FpAdd("fp32")
-        unique_submodule(m, "adder", adder)
-        m.d.comb += [adder.a.eq(left["sum"]), adder.b.eq(right["sum"]), adder.sub.eq(0)]
-        right_wins = right["valid"] & (~left["valid"] |
-                                       (bf16_key(right["value"]) > bf16_key(left["value"])))
-        # Pipeline registers of this level: data path only, no reset needed.
-        max_value = Signal(16, reset_less=True)
-        max_valid = Signal(1, reset_less=True)
-        max_index = Signal(self.levels, reset_less=True)
-        total = Signal(32, reset_less=True)
-        with m.If(self.load[-1]):
-            m.d.sync += [
-                max_value.eq(Mux(right_wins, right["value"], left["value"])),
-                max_valid.eq(left["valid"] | right["valid"]),
-                max_index.eq(Cat(Mux(right_wins, right["index"], left["index"]), right_wins)),
-                total.eq(adder.y),
-            ]
-        m.d.comb += [self.max_value.eq(max_value), self.max_valid.eq(max_valid),
-                     self.max_index.eq(max_index), self.sum.eq(total)]
-        return m
+
+def reduction_tree(lanes: int):
+    """The tree component for ``lanes`` (a power of two >= 2)."""
+    return ReductionLeafPair() if lanes == 2 else ReductionTree(lanes)
 
 
 def reduce_cmd_layout(vlen: int) -> data.StructLayout:
@@ -134,63 +213,28 @@ def reduce_cmd_layout(vlen: int) -> data.StructLayout:
 RESULT_LAYOUT = data.StructLayout({"value": 32, "index": 32})
 
 
-class ReductionUnit(wiring.Component):
-    """Reduces vectors of any length, VLEN lanes per chunk, to one result per vector.
-
-    Each ``i`` transfer carries one chunk (``data`` sampled with it) and its command. Results:
-    MAX gives the max as BF16 bits in ``value[16:32]`` (exact FP32 widening) and index 0;
-    MAX_IDX the same plus the global index (chunk offset + lane) of the first maximum; SUM the
-    FP32 sum (tree sum per chunk, then ``acc = acc + chunk`` in chunk order). Across chunks a
-    later maximum replaces the running one only if strictly greater. A vector with no valid lane
-    gives MAX = -inf, index 0, SUM = +0. Latency: log2(VLEN) + 1 cycles per chunk; one chunk
-    per cycle.
+class ReductionAccumulator(wiring.Component):
+    """Combines each chunk's tree result with the running result; emits on the last chunk.
 
     Parameters
     ----------
     vlen : int
-        Lanes (power of two, 2 .. 2048).
-
-    Attributes
-    ----------
-    i : In(stream.Signature(reduce_cmd_layout(vlen)))
-    data : In(ArrayLayout(16, vlen))
-        BF16 chunk, qualified by ``i``.
-    o : Out(stream.Signature(RESULT_LAYOUT))
+        Lanes per chunk (the global index of a lane is chunk offset + lane).
     """
 
-    module_name = "reduction_unit"
-
     def __init__(self, vlen: int):
-        if vlen < 2 or vlen > 2048 or vlen & (vlen - 1):
-            # 2048 lanes of BF16 already take half of the 65,536 input bits Amaranth can number.
-            raise ValueError(f"vlen must be a power of two in [2, 2048], got {vlen}")
         self.vlen = vlen
         self.params = {"vlen": vlen}
         super().__init__({
-            "i": In(stream.Signature(reduce_cmd_layout(vlen))),
-            "data": In(data.ArrayLayout(16, vlen)),
+            "chunk": In(stream.Signature(reduce_cmd_layout(vlen))),
+            "max_value": In(16), "max_valid": In(1), "max_index": In(exact_log2(vlen)),
+            "sum": In(32),
             "o": Out(stream.Signature(RESULT_LAYOUT)),
         })
 
     def elaborate(self, platform):
         m = Module()
-        vlen = self.vlen
-        levels = exact_log2(vlen)
-        cmd = reduce_cmd_layout(vlen)
-
-        control = LockstepControl(cmd, latency=levels)
-        tree = ReductionTree(vlen)
-        unique_submodule(m, "control", control)
-        unique_submodule(m, "tree", tree)
-        m.d.comb += [
-            control.i.valid.eq(self.i.valid), control.i.payload.eq(self.i.payload),
-            self.i.ready.eq(control.i.ready),
-            tree.data.eq(self.data), tree.count.eq(self.i.payload.count),
-            tree.load.eq(control.load),
-        ]
-
-        # Accumulation stage: combine each chunk's tree result with the running result.
-        chunk = control.o.payload
+        chunk = self.chunk.payload
         acc_value = Signal(16, init=BF16_NEG_INF)
         acc_valid = Signal()
         acc_index = Signal(32)
@@ -200,26 +244,26 @@ class ReductionUnit(wiring.Component):
         out = Signal(RESULT_LAYOUT)
 
         adder = FpAdd("fp32")
-        unique_submodule(m, "acc_adder", adder)
-        m.d.comb += [adder.a.eq(acc_sum), adder.b.eq(tree.sum), adder.sub.eq(0)]
+        unique_submodule(m, "adder", adder)
+        m.d.comb += [adder.a.eq(acc_sum), adder.b.eq(self.sum), adder.sub.eq(0)]
 
         base = Mux(chunk.first, 0, chunk_base)
         prev_valid = acc_valid & ~chunk.first
-        take_new = tree.max_valid & (~prev_valid |
-                                     (bf16_key(tree.max_value) > bf16_key(acc_value)))
-        new_valid = prev_valid | tree.max_valid
-        new_value = Mux(take_new, tree.max_value, Mux(prev_valid, acc_value, BF16_NEG_INF))
-        new_index = Mux(take_new, base + tree.max_index, Mux(prev_valid, acc_index, 0))
-        new_sum = Mux(chunk.first, tree.sum, adder.y)
+        # Strictly greater: an earlier chunk keeps its maximum on ties.
+        take_new = self.max_valid & (~prev_valid |
+                                     (bf16_key(self.max_value) > bf16_key(acc_value)))
+        new_valid = prev_valid | self.max_valid
+        new_value = Mux(take_new, self.max_value, Mux(prev_valid, acc_value, BF16_NEG_INF))
+        new_index = Mux(take_new, base + self.max_index, Mux(prev_valid, acc_index, 0))
+        new_sum = Mux(chunk.first, self.sum, adder.y)
 
-        accept = control.o.valid & (~out_valid | self.o.ready)
-        m.d.comb += control.o.ready.eq(~out_valid | self.o.ready)
+        m.d.comb += self.chunk.ready.eq(~out_valid | self.o.ready)
         with m.If(self.o.ready):
             m.d.sync += out_valid.eq(0)
-        with m.If(accept):
+        with m.If(self.chunk.valid & self.chunk.ready):
             m.d.sync += [acc_value.eq(new_value), acc_valid.eq(new_valid),
                          acc_index.eq(new_index), acc_sum.eq(new_sum),
-                         chunk_base.eq(base + vlen)]
+                         chunk_base.eq(base + self.vlen)]
             with m.If(chunk.last):
                 m.d.sync += out_valid.eq(1)
                 with m.Switch(chunk.op):
@@ -233,3 +277,64 @@ class ReductionUnit(wiring.Component):
                                      out.index.eq(0)]
         m.d.comb += [self.o.valid.eq(out_valid), self.o.payload.eq(out)]
         return m
+
+
+class ReductionUnit(_Structural, wiring.Component):
+    """Reduces vectors of any length, VLEN lanes per chunk, to one result per vector.
+
+    Each ``i`` transfer carries one chunk (``data`` sampled with it) and its command. Results:
+    MAX gives the max as BF16 bits in ``value[16:32]`` (exact FP32 widening) and index 0;
+    MAX_IDX the same plus the global index (chunk offset + lane) of the first maximum; SUM the
+    FP32 sum (tree sum per chunk, then ``acc = acc + chunk`` in chunk order). Across chunks a
+    later maximum replaces the running one only if strictly greater. A vector with no valid lane
+    gives MAX = -inf, index 0, SUM = +0. Latency: log2(VLEN) + 1 cycles per chunk; one chunk
+    per cycle.
+
+    Parameters
+    ----------
+    vlen : int
+        Lanes (power of two >= 2).
+
+    Attributes
+    ----------
+    i : In(stream.Signature(reduce_cmd_layout(vlen)))
+    data : In(ArrayLayout(16, vlen))
+        BF16 chunk, qualified by ``i``.
+    o : Out(stream.Signature(RESULT_LAYOUT))
+    """
+
+    module_name = "reduction_unit"
+
+    def __init__(self, vlen: int):
+        if vlen < 2 or vlen & (vlen - 1):
+            raise ValueError(f"vlen must be a power of two >= 2, got {vlen}")
+        self.vlen = vlen
+        self.params = {"vlen": vlen}
+        super().__init__({
+            "i": In(stream.Signature(reduce_cmd_layout(vlen))),
+            "data": In(data.ArrayLayout(16, vlen)),
+            "o": Out(stream.Signature(RESULT_LAYOUT)),
+        })
+
+    def emit_verilog(self, design: Design, name: str) -> str:
+        levels = exact_log2(self.vlen)
+        cmd = reduce_cmd_layout(self.vlen)
+        netlist = Netlist.of(design, self)
+        load = netlist.wire("load", levels)
+        chunk = {"valid": netlist.wire("chunk_valid", 1), "ready": netlist.wire("chunk_ready", 1),
+                 "payload": netlist.wire("chunk_payload", cmd.size)}
+        tree = {"max_value": netlist.wire("tree_value", 16),
+                "max_valid": netlist.wire("tree_valid", 1),
+                "max_index": netlist.wire("tree_index", levels), "sum": netlist.wire("tree_sum", 32)}
+        netlist.instance("control", LockstepControl(cmd, latency=levels), {
+            "i__valid": "i__valid", "i__ready": "i__ready", "i__payload": "i__payload",
+            "o__valid": chunk["valid"], "o__ready": chunk["ready"],
+            "o__payload": chunk["payload"], "load": load})
+        count = cmd["count"]
+        netlist.instance("tree", reduction_tree(self.vlen), {
+            "data": "data", "count": f"i__payload[{count.offset} +: {count.width}]",
+            "load": load, **tree})
+        netlist.instance("accumulator", ReductionAccumulator(self.vlen), {
+            **{f"chunk__{k}": v for k, v in chunk.items()}, **tree,
+            "o__valid": "o__valid", "o__ready": "o__ready", "o__payload": "o__payload"})
+        return netlist.text(name)
