@@ -23,6 +23,10 @@ $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
+	@# The WASM Yosys compiles itself on first use (minutes, cached in ~/.cache); do it once
+	@# here, serially, rather than in parallel test workers.
+	$(BIN)/python -c "from amaranth.back import verilog; from amaranth.hdl import Module, Signal; \
+	  m = Module(); s = Signal(); m.d.sync += s.eq(~s); verilog.convert(m, ports=[s])" >/dev/null
 	touch $@
 
 gen: $(STAMP)
