@@ -99,7 +99,7 @@ def get_num_transfer_tokens(mask_index, steps: int) -> np.ndarray:
     return base + (np.arange(steps, dtype=np.int64) < remainder).astype(np.int64)
 
 
-# --- confidence -----------------------------------------------------------------------------------
+# --- confidence -----
 
 def method1_confidence(logits) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 1, Method 1: float64 softmax probability of the argmax token.
@@ -250,7 +250,7 @@ def masked_select(mask, a, b) -> np.ndarray:
     return np.where(mask, _as_int32(a, "a"), _as_int32(b, "b")).astype(np.int32)
 
 
-# --- one sampling step ------------------------------------------------------------------------------
+# --- one sampling step -----
 
 def sample_step_reference(logits, x, mask_id: int, k) -> dict[str, np.ndarray]:
     """One LLaDA low-confidence-remasking step in float64 (Algorithm 1, Method 1).
@@ -355,7 +355,7 @@ def _phase3_map(sram_fp: np.ndarray) -> np.ndarray:
 
 def _phase4(sram_int: np.ndarray, m_idx: np.ndarray, transfer: np.ndarray,
             x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """PHASE 4, two ``V_SELECT_INT``: ``x0 = where(m_idx, x0, x)``; ``x = where(transfer, x0, x)``."""
+    """PHASE 4, two V_SELECT_INT: ``x0 = where(m_idx, x0, x)``, ``x = where(transfer, x0, x)``."""
     x0 = masked_select(m_idx, sram_int, x)
     return x0, masked_select(transfer, x0, x)
 
@@ -374,7 +374,7 @@ def _topk_stable(confidence: np.ndarray, k: np.ndarray) -> np.ndarray:
     return out
 
 
-# --- inputs and outputs -----------------------------------------------------------------------------
+# --- inputs and outputs -----
 
 def prepare_logits(logits, fmt: str) -> np.ndarray:
     """Logits as the Vector SRAM holds them: BF16 bit patterns (uint16), shape unchanged.
@@ -562,7 +562,7 @@ def save_sampling_outputs(path, result: dict[str, Any]) -> None:
         raise
 
 
-# --- helpers ---------------------------------------------------------------------------------------
+# --- helpers -----
 
 def _as_int32(a, name: str) -> np.ndarray:
     a = np.asarray(a)

@@ -46,7 +46,7 @@ class FloatFormat:
 
     @property
     def qnan_bits(self) -> int:
-        """The canonical quiet NaN every memwall block returns: +, all-ones exponent, fraction MSB."""
+        """The one NaN every memwall block returns: +, all-ones exponent, fraction MSB."""
         return self.inf_bits | (1 << (self.man_bits - 1))
 
     @property

@@ -21,8 +21,18 @@ import numpy as np
 
 from .formats import BF16, FP32, FloatFormat, round_to_bf16
 
-__all__ = ["BF16_NAN_KEY", "bf16_key", "fp_add", "fp_sub", "fp_mul", "fp32_to_bf16",
-           "bf16_to_fp32", "reduce_max_idx", "reduce_max", "reduce_sum"]
+__all__ = [
+    "BF16_NAN_KEY",
+    "bf16_key",
+    "bf16_to_fp32",
+    "fp32_to_bf16",
+    "fp_add",
+    "fp_mul",
+    "fp_sub",
+    "reduce_max",
+    "reduce_max_idx",
+    "reduce_sum",
+]
 
 #: Key of every BF16 NaN: one above +inf (``0x7F80``), so NaN is the maximum of every comparison.
 BF16_NAN_KEY = 0x7F81
@@ -56,7 +66,8 @@ def _bits(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     """float32 results -> ``fmt`` bits with RNE and canonical NaN."""
     if fmt is BF16:
         # float32 -> bf16 is one RNE rounding (no float64 on the way, so no double rounding).
-        out = round_to_bf16(values).view(np.uint16)
+        with np.errstate(invalid="ignore"):  # NaN casts warn; they are canonicalised below
+            out = round_to_bf16(values).view(np.uint16)
     else:
         out = np.asarray(values, dtype=np.float32).view(np.uint32)
     return fmt.canonicalize_nan(out)
@@ -79,10 +90,14 @@ def bf16_key(bits) -> np.ndarray:
         ``= 0x7F81``, one more than +inf's ``0x7F80``: NaN is the maximum, as in ``torch.argmax``,
         which returns the index of a NaN. Keys fit a 17-bit signed integer.
     """
-    bits = np.asarray(bits, dtype=np.uint16)
-    mag = (bits & 0x7FFF).astype(np.int32)
+    return _key16(np.asarray(bits, dtype=np.uint16)).astype(np.int32)
+
+
+def _key16(bits: np.ndarray) -> np.ndarray:
+    """:func:`bf16_key` as int16 (every key fits: -0x7F80 .. 0x7F81), for fast reductions."""
+    mag = (bits & 0x7FFF).astype(np.int16)
     key = np.where(bits & 0x8000 != 0, -mag, mag)
-    return np.where(BF16.is_nan(bits), np.int32(BF16_NAN_KEY), key).astype(np.int32)
+    return np.where(mag > 0x7F80, np.int16(BF16_NAN_KEY), key)
 
 
 def fp_add(a, b, fmt: FloatFormat) -> np.ndarray:
@@ -208,17 +223,23 @@ def reduce_max_idx(bits, vlen: int):
     """
     vlen = _check_vlen(vlen)
     bits = _check_vector(bits, np.uint16)
-    keys, valid = _chunked(bf16_key(bits), vlen, 0)
-    idx = np.broadcast_to(np.arange(keys.shape[-2] * vlen, dtype=np.int64).reshape(-1, vlen),
-                          keys.shape)
+    keys, valid = _chunked(_key16(bits), vlen, 0)
+    lane = None  # winner's lane within its chunk (int32), None at level 0
+    span = 1  # lanes covered by each node at this level
     while keys.shape[-1] > 1:
         kl, kr = keys[..., 0::2], keys[..., 1::2]
         vl, vr = valid[..., 0::2], valid[..., 1::2]
         right = vr & (~vl | (kr > kl))
         keys = np.where(right, kr, kl)
-        idx = np.where(right, idx[..., 1::2], idx[..., 0::2])
+        if lane is None:
+            lane = right.astype(np.int32)
+        else:
+            lane = np.where(right, lane[..., 1::2] + span, lane[..., 0::2])
         valid = vl | vr
-    keys, idx, valid = keys[..., 0], idx[..., 0], valid[..., 0]
+        span *= 2
+    keys, valid = keys[..., 0], valid[..., 0]
+    idx = np.zeros(keys.shape, np.int64) if lane is None else lane[..., 0].astype(np.int64)
+    idx += np.arange(keys.shape[-1], dtype=np.int64) * vlen
     best_key, best_idx = keys[..., 0].copy(), idx[..., 0].copy()
     for c in range(1, keys.shape[-1]):
         take = valid[..., c] & (keys[..., c] > best_key)

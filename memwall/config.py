@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -21,7 +22,8 @@ __all__ = [
     "one_of",
 ]
 
-CONFIG_DIR = Path(os.environ.get("MEMWALL_CONFIG_DIR", Path(__file__).resolve().parents[1] / "configs"))
+CONFIG_DIR = Path(os.environ.get("MEMWALL_CONFIG_DIR",
+                                 Path(__file__).resolve().parents[1] / "configs"))
 
 
 class ConfigError(ValueError):
@@ -107,7 +109,8 @@ def config_from_dict(raw: Any, source: str, name: str):
     """Validate a mapping (as read from YAML) into the unit's frozen config object."""
     _import_units()
     if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: expected a mapping of keys to values, got {type(raw).__name__}")
+        raise ConfigError(f"{source}: expected a mapping of keys to values, "
+                          f"got {type(raw).__name__}")
     unit = raw.get("unit")
     if unit not in _UNITS:
         raise ConfigError(f"{source}: key 'unit' is {unit!r}; allowed units: "

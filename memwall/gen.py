@@ -128,7 +128,8 @@ def generate(cfg, out_root: Path = Path("build")) -> Path:
             "tools": _tool_versions(),
             "files": hashes,
         }
-        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+        (staging / "manifest.json").write_text(text)
         staging.chmod(0o755)
         if final.exists():
             shutil.rmtree(final)

@@ -27,7 +27,7 @@ def _bf16_as_f64(bits) -> np.ndarray:
     return BF16.from_bits(bits).astype(np.float64)
 
 
-# --- get_num_transfer_tokens ------------------------------------------------------------------------
+# --- get_num_transfer_tokens -----
 
 def _llada_num_transfer_tokens(mask_index: np.ndarray, steps: int) -> np.ndarray:
     """Line-by-line transcription of LLaDA's generate.get_num_transfer_tokens (torch -> numpy)."""
@@ -66,7 +66,7 @@ def test_num_transfer_tokens_errors():
         d.get_num_transfer_tokens(np.ones(4, bool), 2)
 
 
-# --- topk_mask ---------------------------------------------------------------------------------------
+# --- topk_mask -----
 
 def _topk_argsort(conf_bits, valid, k) -> np.ndarray:
     """Specification of V_TOPK_MASK: stable sort by key descending, invalid = -inf."""
@@ -145,7 +145,7 @@ def test_topk_errors():
         d.topk_mask(conf.astype(np.int32), valid, np.array([1]))
 
 
-# --- masked_select and the confidence methods --------------------------------------------------
+# --- masked_select and the confidence methods -----
 
 def test_masked_select():
     got = d.masked_select(np.array([True, False, True]), np.array([1, 2, 3]),
@@ -390,7 +390,7 @@ def test_step_argument_errors():
                          16)
 
 
-# --- prepare_logits ---------------------------------------------------------------------------------
+# --- prepare_logits -----
 
 def test_prepare_logits():
     rng = np.random.default_rng(6)
@@ -412,7 +412,7 @@ def test_prepare_logits():
         d.prepare_logits(logits.astype(np.float64), "bf16")
 
 
-# --- load / save ---------------------------------------------------------------------------------------
+# --- load / save -----
 
 def _inputs(n_b=2, n_l=8, n_v=50):
     rng = np.random.default_rng(7)

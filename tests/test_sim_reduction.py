@@ -1,5 +1,4 @@
 import pytest
-
 from memwall.hdl.dplena.reduction import ReductionUnit
 from memwall.verif.common.runner import simulate
 

@@ -1,5 +1,4 @@
 import pytest
-
 from memwall.hdl.dplena.select import MaskedSelectUnit
 from memwall.verif.common.runner import simulate
 

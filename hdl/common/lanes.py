@@ -9,7 +9,7 @@ Under Amaranth simulation the same object elaborates to ordinary submodules.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from amaranth.hdl import Module, Shape, Signal
 from amaranth.lib import data, stream, wiring

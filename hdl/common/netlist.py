@@ -27,7 +27,7 @@ from amaranth.lib import wiring
 __all__ = ["Design", "ModuleInfo", "Port", "unique_submodule", "port_values", "module_key",
            "Netlist", "StructuralTop"]
 
-_current_design: contextvars.ContextVar["Design | None"] = contextvars.ContextVar(
+_current_design: contextvars.ContextVar[Design | None] = contextvars.ContextVar(
     "memwall_design", default=None)
 
 _CLOCK_PORTS = ("clk", "rst")
@@ -185,7 +185,8 @@ class Design:
         # "<parent>.<child>" and stay in their parent's file.
         starts = [(m.start(), m.group(1)) for m in _VERILOG_MODULE.finditer(output)]
         pieces: dict[str, list[str]] = {name: [] for name in self._rtlil}
-        for (begin, module), (end, _) in zip(starts, starts[1:] + [(len(output), None)]):
+        ends = [begin for begin, _ in starts[1:]] + [len(output)]
+        for (begin, module), end in zip(starts, ends, strict=True):
             begin = output.rfind("\n\n", 0, begin) + 1 if "(*" in output[:begin][-200:] else begin
             owner = module if module in pieces else module.split(".", 1)[0]
             pieces[owner].append(output[begin:end].strip() + "\n")
@@ -220,7 +221,7 @@ def instance_connections(info: ModuleInfo, ports: dict[str, tuple[str, Value]]) 
 
 
 def unique_submodule(m, name: str, component) -> None:
-    """Add ``component`` to module ``m`` as a deduplicated instance (or plainly, outside a Design)."""
+    """Add ``component`` to ``m``: a deduplicated instance inside a Design, else a submodule."""
     design = _current_design.get()
     if design is None:
         m.submodules[name] = component
@@ -245,7 +246,7 @@ class Netlist:
         self._body: list[str] = []
 
     @classmethod
-    def of(cls, design: Design, component) -> "Netlist":
+    def of(cls, design: Design, component) -> Netlist:
         """A netlist whose ports are ``component``'s own (Amaranth's flattened names)."""
         return cls(design, [(name, direction, len(value))
                             for name, (direction, value) in port_values(component).items()])

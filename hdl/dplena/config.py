@@ -6,7 +6,15 @@ from dataclasses import dataclass
 
 from amaranth.utils import ceil_log2
 
-from memwall.config import ConfigError, field, int_range, number_range, one_of, power_of_two, register_unit
+from memwall.config import (
+    ConfigError,
+    field,
+    int_range,
+    number_range,
+    one_of,
+    power_of_two,
+    register_unit,
+)
 
 __all__ = ["DplenaConfig"]
 
@@ -16,7 +24,7 @@ __all__ = ["DplenaConfig"]
 class DplenaConfig:
     name: str = "dplena"
     vlen: int = field(512, power_of_two(8, 4096), "vector lanes (elements per vector op)")
-    block_len: int = field(32, int_range(2, 1024), "L: tokens per diffusion block (top-k vector length)")
+    block_len: int = field(32, int_range(2, 1024), "L: tokens per diffusion block")
     k_max: int = field(32, int_range(1, 1024), "most tokens transferred per step (top-k slots)")
     clock_mhz: float = field(1000, number_range(0, 10000), "target clock frequency in MHz")
     compute_format: str = field("bf16", one_of("bf16"), "vector/scalar FP format")

@@ -1,4 +1,4 @@
-"""Elementwise unit (VLEN BF16 lanes) and scalar FP unit (paper Fig. 3, "Elementwise Unit", "FP Unit").
+"""Elementwise unit (VLEN BF16 lanes) and scalar FP unit (paper Fig. 3).
 
 Vector ops V_ADD/V_SUB/V_MUL (vector-vector or vector-scalar) and V_EXP; scalar ops e^x, 1/x
 and the FP32 -> BF16 rounding that turns a reduction SUM into a reciprocal operand. Each is a
@@ -15,7 +15,6 @@ from __future__ import annotations
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
-
 from memwall.hdl.common.fp import Fp32ToBf16, FpAdd, FpMul
 from memwall.hdl.common.lanes import LaneArray, LockstepControl
 from memwall.hdl.common.netlist import unique_submodule

@@ -13,13 +13,10 @@ so generation time does not grow with VLEN.
 
 from __future__ import annotations
 
-
-
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
-
 from memwall.hdl.common.fp import FpAdd, bf16_key
 from memwall.hdl.common.lanes import LockstepControl
 from memwall.hdl.common.netlist import Design, Netlist, unique_submodule
@@ -325,7 +322,8 @@ class ReductionUnit(_Structural, wiring.Component):
                  "payload": netlist.wire("chunk_payload", cmd.size)}
         tree = {"max_value": netlist.wire("tree_value", 16),
                 "max_valid": netlist.wire("tree_valid", 1),
-                "max_index": netlist.wire("tree_index", levels), "sum": netlist.wire("tree_sum", 32)}
+                "max_index": netlist.wire("tree_index", levels),
+                "sum": netlist.wire("tree_sum", 32)}
         netlist.instance("control", LockstepControl(cmd, latency=levels), {
             "i__valid": "i__valid", "i__ready": "i__ready", "i__payload": "i__payload",
             "o__valid": chunk["valid"], "o__ready": chunk["ready"],

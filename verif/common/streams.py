@@ -1,4 +1,4 @@
-"""cocotb drivers shared by every unit: valid/ready stream source and sink, lane packing, scoreboard.
+"""cocotb drivers shared by every unit: stream source and sink, lane packing, scoreboard.
 
 A stream ``prefix`` maps to Amaranth's flattened ports ``<prefix>__valid``, ``__ready``,
 ``__payload``. Sideband ports (lane vectors sampled with the same transfer) are named explicitly.
@@ -19,7 +19,8 @@ __all__ = ["pack_lanes", "unpack_lanes", "pack_struct", "StreamSource", "StreamS
 
 def pack_lanes(values, width: int) -> int:
     """Pack lane values (lane 0 in the least significant bits) into one integer."""
-    values = np.asarray(values).astype(np.uint64) & np.uint64((1 << width) - 1 if width < 64 else ~0)
+    mask = np.uint64((1 << width) - 1) if width < 64 else np.uint64(~np.uint64(0))
+    values = np.asarray(values).astype(np.uint64) & mask
     if width in (8, 16, 32, 64):
         return int.from_bytes(values.astype(f"<u{width // 8}").tobytes(), "little")
     if width == 1:

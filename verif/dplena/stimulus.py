@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from memwall.golden.formats import bf16_bits
 
 __all__ = ["bf16_vector", "SPECIALS"]

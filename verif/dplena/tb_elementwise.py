@@ -6,14 +6,20 @@ import random
 
 import cocotb
 import numpy as np
-
 from memwall.golden.formats import BF16
 from memwall.golden.fparith import fp32_to_bf16, fp_add, fp_mul, fp_sub
 from memwall.golden.transcendental import bf16_exp, bf16_recip
 from memwall.hdl.dplena.elementwise import EW_CMD, SCALAR_CMD, EwOp, ScalarOp
 from memwall.verif.common.runner import tb_params
-from memwall.verif.common.streams import (Scoreboard, StreamSink, StreamSource, pack_lanes,
-                                          pack_struct, start, unpack_lanes)
+from memwall.verif.common.streams import (
+    Scoreboard,
+    StreamSink,
+    StreamSource,
+    pack_lanes,
+    pack_struct,
+    start,
+    unpack_lanes,
+)
 from memwall.verif.dplena.stimulus import SPECIALS, bf16_vector
 
 ALL_BF16 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
@@ -48,7 +54,7 @@ async def _run(dut, cases, cmd_layout, operands, result_width=16):
     cocotb.start_soon(drive())
     observed = await sink.wait_for(len(cases), timeout_cycles=50 * len(cases) + 1000)
     board = Scoreboard(dut._name, dut._log)
-    for n, ((fields, ports, expected), item) in enumerate(zip(cases, observed)):
+    for n, ((fields, _, expected), item) in enumerate(zip(cases, observed, strict=True)):
         got = unpack_lanes(item["y"], result_width, lanes).astype(np.uint16)
         board.compare(f"case {n} {fields.get('op')} y", expected.astype(np.uint16), got)
     board.result()

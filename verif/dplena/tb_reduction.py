@@ -6,12 +6,17 @@ import random
 
 import cocotb
 import numpy as np
-
 from memwall.golden.fparith import reduce_max_idx, reduce_sum
-from memwall.verif.common.runner import tb_params
 from memwall.hdl.dplena.reduction import ReduceOp, reduce_cmd_layout
-from memwall.verif.common.streams import (Scoreboard, StreamSink, StreamSource, pack_lanes,
-                                          pack_struct, start)
+from memwall.verif.common.runner import tb_params
+from memwall.verif.common.streams import (
+    Scoreboard,
+    StreamSink,
+    StreamSource,
+    pack_lanes,
+    pack_struct,
+    start,
+)
 from memwall.verif.dplena.stimulus import bf16_vector
 
 OPS = ("MAX", "SUM", "MAX_IDX")
@@ -58,7 +63,7 @@ async def random_and_directed(dut):
     cocotb.start_soon(drive())
     observed = await sink.wait_for(len(vectors))
     board = Scoreboard("reduction", dut._log)
-    for n, ((op, x), item) in enumerate(zip(vectors, observed)):
+    for n, ((op, x), item) in enumerate(zip(vectors, observed, strict=True)):
         value, index = expected(op, x, vlen)
         word = item["payload"]
         board.compare(f"vector {n} {op} len {len(x)} value", value, word & 0xFFFFFFFF)

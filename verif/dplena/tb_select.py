@@ -6,10 +6,15 @@ import random
 
 import cocotb
 import numpy as np
-
 from memwall.verif.common.runner import tb_params
-from memwall.verif.common.streams import (Scoreboard, StreamSink, StreamSource, pack_lanes, start,
-                                          unpack_lanes)
+from memwall.verif.common.streams import (
+    Scoreboard,
+    StreamSink,
+    StreamSource,
+    pack_lanes,
+    start,
+    unpack_lanes,
+)
 
 
 def _golden(mask, a, b):
@@ -42,7 +47,7 @@ async def random_and_directed(dut):
                           b=pack_lanes(b, width))
     observed = await sink.wait_for(len(cases))
     board = Scoreboard("masked_select", dut._log)
-    for n, ((mask, a, b), item) in enumerate(zip(cases, observed)):
+    for n, ((mask, a, b), item) in enumerate(zip(cases, observed, strict=True)):
         board.compare(f"vector {n} tag", n % 16, item["payload"])
         board.compare(f"vector {n} y", _golden(mask, a, b), unpack_lanes(item["y"], width, lanes))
     board.result()

@@ -129,7 +129,7 @@ class TopkTestbench:
     # -- checking -------------------------------------------------------------------------------
     async def check(self, board: Scoreboard) -> None:
         observed = await self.sink.wait_for(len(self.sent))
-        for n, (vec, item) in enumerate(zip(self.sent, observed)):
+        for n, (vec, item) in enumerate(zip(self.sent, observed, strict=True)):
             board.compare(f"vector {n} (n={len(vec.conf)}, k={vec.k})",
                           vec.expected(self.length, self.k_max),
                           unpack_lanes(item["payload"], 1, self.length))
