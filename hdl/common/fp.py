@@ -1,0 +1,300 @@
+"""Combinational floating-point arithmetic: add/sub, multiply, FP32 -> BF16, BF16 compare key.
+
+Bit-exact with :mod:`memwall.golden.fparith`: IEEE-754 round to nearest, ties to even, subnormal
+inputs and outputs, overflow to a signed infinity, IEEE signs of exact zeros, and one canonical
+quiet NaN output (``fmt.qnan_bits``: sign 0, exponent all ones, fraction MSB set).
+
+These blocks are instantiated once per vector lane, so they are written lean: one magnitude
+swap, one alignment shifter with a sticky OR, one adder, a log-depth leading-zero counter, one
+normalisation shifter, and rounding as an increment of the packed ``{exponent, fraction}`` field
+(its carry moves a subnormal to the smallest normal and the largest finite to infinity for free).
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import bits_for, ceil_log2
+from memwall.golden.formats import BF16, FP32, FloatFormat
+
+__all__ = ["FORMATS", "Fp32ToBf16", "FpAdd", "FpMul", "bf16_key"]
+
+#: Formats the generators accept, by the name stored in ``params``.
+FORMATS = {"bf16": BF16, "fp32": FP32}
+
+
+def _format(fmt) -> FloatFormat:
+    """Accept a :class:`FloatFormat` (BF16/FP32) or its name; raise ``ValueError`` otherwise."""
+    if isinstance(fmt, str) and fmt in FORMATS:
+        return FORMATS[fmt]
+    for known in FORMATS.values():
+        if fmt == known:
+            return known
+    raise ValueError(f"fmt must be one of {sorted(FORMATS)} (or golden.formats.BF16/FP32), "
+                     f"got {fmt!r}")
+
+
+def _wire(m: Module, value, name: str) -> Signal:
+    """Name an intermediate value. Same hardware; lets the Python simulator share the node
+    instead of re-evaluating the expression tree at every use (exponential in the LZC tree)."""
+    value = Value.cast(value)
+    sig = Signal(value.shape(), name=name)
+    m.d.comb += sig.eq(value)
+    return sig
+
+
+def _lzc(m: Module, value: Value, name: str = "lzc") -> Value:
+    """Leading-zero count of a non-zero ``value`` as a log-depth tree (unsigned).
+
+    The result for ``value == 0`` is unspecified (callers handle zero themselves). Widths that
+    are not a power of two are padded at the LSB end with a one, which also bounds the count by
+    the original width.
+    """
+    value = Value.cast(value)
+    width = len(value)
+    size = 1 << ceil_log2(width)
+    if size != width:
+        value = Cat(Const(0, size - width - 1), Const(1, 1), value)
+
+    def tree(bits: Value, path: str) -> tuple[Value, Value]:
+        # (all zero, leading-zero count modulo len(bits)) of a power-of-two-wide slice.
+        if len(bits) == 1:
+            return ~bits[0], Const(0, 0)
+        half = len(bits) // 2
+        zero_lo, count_lo = tree(bits[:half], path + "l")
+        zero_hi, count_hi = tree(bits[half:], path + "h")
+        zero = _wire(m, zero_hi & zero_lo, f"{path}_zero")
+        count = _wire(m, Cat(Mux(zero_hi, count_lo, count_hi), zero_hi), f"{path}_count")
+        return zero, count
+
+    return tree(value, name)[1]
+
+
+class _Unpacked:
+    """Fields of one operand: sign, exponent field, fraction and the derived flags."""
+
+    def __init__(self, m: Module, fmt: FloatFormat, bits: Value, name: str,
+                 sign: Value | None = None):
+        man, ew = fmt.man_bits, fmt.exp_bits
+        self.sign = _wire(m, bits[man + ew] if sign is None else sign, f"{name}_sign")
+        self.mag = bits[:man + ew]
+        exp_ones = _wire(m, bits[man:man + ew] == fmt.exp_max, f"{name}_exp_ones")
+        frac_zero = _wire(m, bits[:man] == 0, f"{name}_frac_zero")
+        self.is_nan = exp_ones & ~frac_zero
+        self.is_inf = exp_ones & frac_zero
+        self.is_zero = (bits[man:man + ew] == 0) & frac_zero
+
+
+def _fields(m: Module, fmt: FloatFormat, mag: Value, name: str) -> tuple[Value, Value]:
+    """Significand with its hidden bit, and effective biased exponent (subnormals use 1)."""
+    man = fmt.man_bits
+    exp = mag[man:]
+    normal = _wire(m, exp.any(), f"{name}_normal")
+    return (_wire(m, Cat(mag[:man], normal), f"{name}_sig"),
+            _wire(m, Cat(exp[0] | ~normal, exp[1:]), f"{name}_e"))
+
+
+class FpAdd(wiring.Component):
+    """IEEE-754 add/subtract, combinational, bit-exact with ``golden.fparith.fp_add``/``fp_sub``.
+
+    Round to nearest even with subnormals; an exact zero sum is ``+0`` unless both (effective)
+    operands are ``-0``; overflow gives a signed inf; ``inf - inf`` and NaN operands give the
+    canonical quiet NaN.
+
+    Parameters
+    ----------
+    fmt : FloatFormat or str
+        ``BF16``/``"bf16"`` or ``FP32``/``"fp32"``.
+
+    Attributes
+    ----------
+    a, b : In(fmt.width)
+        Operand bit patterns.
+    sub : In(1)
+        ``1`` computes ``a - b`` (the sign of ``b`` is flipped), ``0`` computes ``a + b``.
+    y : Out(fmt.width)
+        Result bit pattern.
+    params : dict
+        ``{"fmt": name}``.
+    """
+
+    def __init__(self, fmt):
+        self.fmt = _format(fmt)
+        self.params = {"fmt": self.fmt.name}
+        w = self.fmt.width
+        super().__init__({"a": In(w), "b": In(w), "sub": In(1), "y": Out(w)})
+
+    def elaborate(self, platform):
+        m = Module()
+        f = self.fmt
+        man, ew = f.man_bits, f.exp_bits
+        a = _Unpacked(m, f, self.a, "a")
+        b = _Unpacked(m, f, self.b, "b", sign=self.b[man + ew] ^ self.sub)
+
+        # x: the operand of larger magnitude, y: the other one (|x| >= |y|).
+        swap = _wire(m, b.mag > a.mag, "swap")
+        x_mag = _wire(m, Mux(swap, b.mag, a.mag), "x_mag")
+        y_mag = _wire(m, Mux(swap, a.mag, b.mag), "y_mag")
+        x_sign = _wire(m, Mux(swap, b.sign, a.sign), "x_sign")
+        eff_sub = _wire(m, a.sign ^ b.sign, "eff_sub")
+        x_sig, x_e = _fields(m, f, x_mag, "x")
+        y_sig, y_e = _fields(m, f, y_mag, "y")
+
+        # Align y to x: 3 extra bits below the significand (guard, round, sticky). From man + 3
+        # positions on, all of y lands in the sticky bit, so the shift amount is clamped there.
+        dist = x_e - y_e
+        dist_c = _wire(m, Mux(dist > man + 3, man + 3, dist[:bits_for(man + 3)]), "dist")
+        low = man  # positions that collect what is shifted below the sticky bit
+        shifted = _wire(m, Cat(Const(0, low + 3), y_sig) >> dist_c, "y_shifted")
+        y_al = _wire(m, Cat(shifted[low] | shifted[:low].any(), shifted[low + 1:low + man + 4]),
+                     "y_al")
+        x_al = Cat(Const(0, 3), x_sig)
+
+        # One adder for both: x - y = x + ~y + 1, whose carry out (always 1, |x| >= |y|) is dropped.
+        raw = x_al + (y_al ^ eff_sub.replicate(man + 4)) + eff_sub
+        # s: man + 5 bits, the sum is s * 2**(x_e - bias - man - 3)
+        s = _wire(m, Cat(raw[:man + 4], raw[man + 4] & ~eff_sub), "s")
+
+        # Normalise: leading one to the top bit, but never below the smallest exponent (then the
+        # result is subnormal: top bit clear, exponent field 0).
+        lz = _lzc(m, s)
+        amount = _wire(m, Mux(lz > x_e, x_e[:len(lz)], lz), "amount")
+        norm = _wire(m, (s << amount)[:man + 5], "norm")
+        top = norm[man + 4]
+        e_r = _wire(m, x_e + 1 - amount, "e_r")  # biased exponent of the top bit, <= exp_max
+        round_up = norm[3] & (norm[:3].any() | norm[4])  # guard & (sticky | lsb)
+        packed = Cat(norm[4:man + 4], Mux(top, e_r[:ew], 0)) + round_up
+        overflow = top & (e_r == f.exp_max)
+
+        inf_mag = Const(f.inf_bits, man + ew)
+        with m.If(a.is_nan | b.is_nan | (a.is_inf & b.is_inf & eff_sub)):
+            m.d.comb += self.y.eq(f.qnan_bits)
+        with m.Elif(a.is_inf | b.is_inf | overflow):
+            m.d.comb += self.y.eq(Cat(inf_mag, x_sign))
+        with m.Elif(s == 0):
+            m.d.comb += self.y.eq(Cat(Const(0, man + ew), a.sign & b.sign))
+        with m.Else():
+            m.d.comb += self.y.eq(Cat(packed[:man + ew], x_sign))
+        return m
+
+
+class FpMul(wiring.Component):
+    """IEEE-754 multiply, combinational, bit-exact with ``golden.fparith.fp_mul``.
+
+    Round to nearest even with subnormal inputs and outputs; the sign is the XOR of the operand
+    signs (zeros and underflow to zero included); overflow gives a signed inf; ``0 * inf`` and
+    NaN operands give the canonical quiet NaN.
+
+    Parameters
+    ----------
+    fmt : FloatFormat or str
+        ``BF16``/``"bf16"`` or ``FP32``/``"fp32"``.
+
+    Attributes
+    ----------
+    a, b : In(fmt.width)
+        Operand bit patterns.
+    y : Out(fmt.width)
+        Result bit pattern.
+    params : dict
+        ``{"fmt": name}``.
+    """
+
+    def __init__(self, fmt):
+        self.fmt = _format(fmt)
+        self.params = {"fmt": self.fmt.name}
+        w = self.fmt.width
+        super().__init__({"a": In(w), "b": In(w), "y": Out(w)})
+
+    def elaborate(self, platform):
+        m = Module()
+        f = self.fmt
+        man, ew = f.man_bits, f.exp_bits
+        pw = 2 * man + 2  # product width
+        a = _Unpacked(m, f, self.a, "a")
+        b = _Unpacked(m, f, self.b, "b")
+        sign = a.sign ^ b.sign
+        a_sig, a_e = _fields(m, f, a.mag, "a")
+        b_sig, b_e = _fields(m, f, b.mag, "b")
+
+        # value = prod * 2**(a_e + b_e - 2*bias - 2*man); after a left shift by L the top bit
+        # (pw - 1) has biased exponent sh + 1 - L with sh = a_e + b_e - bias.
+        prod = _wire(m, a_sig * b_sig, "prod")
+        sh = _wire(m, (a_e + b_e - f.bias).as_signed(), "sh")
+        lz = _lzc(m, prod)  # unspecified for prod == 0, which gives 0 whatever the shift
+        neg = sh < 0
+        left = _wire(m, Mux(neg, 0, Mux(sh < lz, sh[:len(lz)], lz)), "left")
+        e_r = _wire(m, sh + 1 - left, "e_r")  # top bit's biased exponent (if the top bit is set)
+        # sh < 0: the result is subnormal; shift right by -sh, collecting a sticky bit. From
+        # man + 2 on, the top bit is below the guard bit and the result is 0: clamp there.
+        right = _wire(m, Mux(neg, Mux(-sh > man + 2, man + 2, (-sh)[:bits_for(man + 2)]), 0),
+                      "right")
+        shifted = _wire(m, Cat(Const(0, man + 2), (prod << left)[:pw]) >> right, "shifted")
+        norm = shifted[man + 2:]
+        top = norm[pw - 1]
+        sticky = norm[:man].any() | shifted[:man + 2].any()
+        round_up = norm[man] & (sticky | norm[man + 1])  # guard & (sticky | lsb)
+        packed = Cat(norm[man + 1:pw - 1], Mux(top, e_r[:ew], 0)) + round_up
+        overflow = top & (e_r >= f.exp_max)
+
+        inf_mag = Const(f.inf_bits, man + ew)
+        with m.If(a.is_nan | b.is_nan | (a.is_inf & b.is_zero) | (b.is_inf & a.is_zero)):
+            m.d.comb += self.y.eq(f.qnan_bits)
+        with m.Elif(a.is_inf | b.is_inf | overflow):
+            m.d.comb += self.y.eq(Cat(inf_mag, sign))
+        with m.Else():
+            m.d.comb += self.y.eq(Cat(packed[:man + ew], sign))
+        return m
+
+
+class Fp32ToBf16(wiring.Component):
+    """FP32 -> BF16 rounding, combinational, bit-exact with ``golden.fparith.fp32_to_bf16``.
+
+    Round to nearest even on the dropped 16 fraction bits, so FP32 values below BF16's normal
+    range become BF16 subnormals, overflow gives a signed inf, and every NaN becomes
+    ``BF16.qnan_bits``.
+
+    Attributes
+    ----------
+    a : In(32)
+        FP32 bit pattern.
+    y : Out(16)
+        BF16 bit pattern.
+    params : dict
+        ``{}`` (no parameters).
+    """
+
+    a: In(32)
+    y: Out(16)
+
+    def __init__(self):
+        self.params = {}
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        a = self.a
+        is_nan = (a[23:31] == 0xFF) & a[:23].any()
+        round_up = a[15] & (a[:15].any() | a[16])
+        rounded = a[16:31] + round_up  # a carry into the exponent is the right answer
+        m.d.comb += self.y.eq(Mux(is_nan, BF16.qnan_bits, Cat(rounded[:15], a[31])))
+        return m
+
+
+def bf16_key(value) -> Value:
+    """Total-order compare key of a BF16 value, as ``golden.fparith.bf16_key`` (17-bit signed).
+
+    ``+(bits & 0x7FFF)`` for sign 0, ``-(bits & 0x7FFF)`` for sign 1 (so ``+0`` and ``-0`` are
+    equal), and ``0x7F81`` (above +inf) for every NaN. Compare keys with signed ``>``/``<``.
+
+    Parameters
+    ----------
+    value : Value, 16 bits
+        BF16 bit pattern.
+    """
+    value = Value.cast(value)
+    if len(value) != 16:
+        raise ValueError(f"bf16_key needs a 16-bit value, got {len(value)} bits")
+    mag = value[:15]
+    is_nan = (value[7:15] == 0xFF) & value[:7].any()
+    key = Mux(is_nan, 0x7F81, Mux(value[15], -mag, mag))  # signed(16): -0x7FFF .. 0x7F81
+    return Cat(key, key[-1]).as_signed()
