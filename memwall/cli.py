@@ -44,15 +44,20 @@ def cmd_golden(args) -> None:
     from memwall.golden import dplena as golden
 
     cfg = _load(args.config, args.unit)
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise UsageError(f"--out {out}: folder {out.parent} does not exist")
+    logits_format = args.logits_format or cfg.logits_format
     try:
         inputs = golden.load_sampling_inputs(args.inputs, cfg.block_len, cfg.k_max)
     except golden.SamplingInputError as exc:
         raise UsageError(f"{args.inputs}: {exc}") from None
-    logits = golden.prepare_logits(inputs["logits"], args.logits_format)
+    logits = golden.prepare_logits(inputs["logits"], logits_format)
     result = golden.sample_step_hw(logits, inputs["x"], inputs["mask_id"], inputs["k"], cfg.vlen)
     golden.save_sampling_outputs(args.out, result)
     print(f"memwall: wrote {args.out} (B={inputs['x'].shape[0]}, L={inputs['x'].shape[1]}, "
-          f"V={inputs['logits'].shape[2]}, {int(result['transfer'].sum())} tokens transferred)")
+          f"V={inputs['logits'].shape[2]}, logits {logits_format}, "
+          f"{int(result['transfer'].sum())} tokens transferred)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,8 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     golden.add_argument("--config", required=True, help="config name or .yaml path")
     golden.add_argument("--inputs", required=True, help="input .npz (logits, x, mask_id, k)")
     golden.add_argument("--out", required=True, help="output .npz (x, x0, confidence, transfer)")
-    golden.add_argument("--logits-format", choices=["bf16", "mxfp8"], default="bf16",
-                        help="how logits are held in HBM before dequantisation (default: bf16)")
+    golden.add_argument("--logits-format", choices=["bf16", "mxfp8"], default=None,
+                        help="how logits are held in HBM before dequantisation "
+                             "(default: the config's logits_format)")
     golden.set_defaults(func=cmd_golden)
     return parser
 

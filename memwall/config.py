@@ -64,9 +64,10 @@ def number_range(lo: float, hi: float) -> Check:
     return check
 
 
-def one_of(*allowed: str) -> Check:
+def one_of(*allowed) -> Check:
     def check(value):
-        if value in allowed:
+        # Same type as well as equal: 32.0 is not the integer width 32.
+        if any(type(value) is type(a) and value == a for a in allowed):
             return None
         return "must be one of " + ", ".join(repr(a) for a in allowed)
     return check
@@ -111,20 +112,22 @@ def config_from_dict(raw: Any, source: str, name: str):
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: expected a mapping of keys to values, "
                           f"got {type(raw).__name__}")
+    bad_keys = [k for k in raw if not isinstance(k, str)]
+    if bad_keys:
+        raise ConfigError(f"{source}: keys must be names, got {bad_keys[0]!r}")
     unit = raw.get("unit")
-    if unit not in _UNITS:
+    if not isinstance(unit, str) or unit not in _UNITS:
         raise ConfigError(f"{source}: key 'unit' is {unit!r}; allowed units: "
                           + ", ".join(sorted(_UNITS)))
     cls = _UNITS[unit]
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    # `name` is the file name (the CONFIG name), never a key inside the file.
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name != "name"}
     unknown = sorted(set(raw) - set(fields) - {"unit"})
     if unknown:
         raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)} for unit {unit!r}; "
-                          f"allowed keys: unit, {', '.join(k for k in fields if k != 'name')}")
+                          f"allowed keys: unit, {', '.join(fields)}")
     values = {}
     for key, f in fields.items():
-        if key == "name":
-            continue
         value = raw.get(key, f.default)
         problem = f.metadata["check"](value)
         if problem:
@@ -134,6 +137,20 @@ def config_from_dict(raw: Any, source: str, name: str):
         return cls(name=name, **values)
     except ConfigError as exc:  # cross-field checks in __post_init__
         raise ConfigError(f"{source}: {exc}") from None
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a key given twice (PyYAML would keep the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, str) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def load_config(name_or_path: str, config_dir: Path = CONFIG_DIR):
@@ -151,7 +168,7 @@ def load_config(name_or_path: str, config_dir: Path = CONFIG_DIR):
                               + ", ".join(available_configs(config_dir))
                               + f" (in {config_dir}), or pass a path to a .yaml file")
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(), Loader=_StrictLoader)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     return config_from_dict(raw, str(path), name)

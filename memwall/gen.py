@@ -131,9 +131,19 @@ def generate(cfg, out_root: Path = Path("build")) -> Path:
         text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
         (staging / "manifest.json").write_text(text)
         staging.chmod(0o755)
-        if final.exists():
-            shutil.rmtree(final)
-        staging.rename(final)
+        # Swap by renames, so the previous output survives until the new one is in place.
+        previous = final.with_name(f".{cfg.name}.previous") if final.exists() else None
+        if previous:
+            shutil.rmtree(previous, ignore_errors=True)
+            final.rename(previous)
+        try:
+            staging.rename(final)
+        except BaseException:
+            if previous:
+                previous.rename(final)
+            raise
+        if previous:
+            shutil.rmtree(previous)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

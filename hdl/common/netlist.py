@@ -93,6 +93,15 @@ def _readable_suffix(params: dict) -> str | None:
 _PORT_DECL = re.compile(r"^\s*(input|output)\s+(?:\[(\d+):(\d+)\]\s+)?\\?([A-Za-z_][\w$.]*)\s*;")
 _RTLIL_PORT = re.compile(r"^\s*wire width (\d+) (input|output) \d+\s+\\(\S+)\s*$", re.M)
 _VERILOG_MODULE = re.compile(r"^module \\?([^\s(]+)\s*\(", re.M)
+# Yosys numbers the helper regs it writes ("dump_module$N") across the whole run.
+_YOSYS_AUTO_NAME = re.compile(r"\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+")
+
+
+def _local_auto_names(text: str) -> str:
+    """Number Yosys' helper names per module, so a module's text depends on it alone."""
+    names: dict[str, str] = {}
+    return _YOSYS_AUTO_NAME.sub(
+        lambda m: names.setdefault(m.group(0), f"$auto$dump_module${len(names) + 1}"), text)
 
 
 def _rtlil_ports(text: str, name: str) -> tuple[Port, ...]:
@@ -189,7 +198,7 @@ class Design:
         for (begin, module), end in zip(starts, ends, strict=True):
             begin = output.rfind("\n\n", 0, begin) + 1 if "(*" in output[:begin][-200:] else begin
             owner = module if module in pieces else module.split(".", 1)[0]
-            pieces[owner].append(output[begin:end].strip() + "\n")
+            pieces[owner].append(_local_auto_names(output[begin:end].strip()) + "\n")
         for name, parts in pieces.items():
             self._text[name] = "\n".join(parts)
         self._rtlil.clear()

@@ -1,0 +1,201 @@
+"""The ``memwall`` command line: ``gen`` and ``golden dplena``, exit codes and messages."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from memwall.golden import dplena as golden
+
+from memwall.cli import main
+from memwall.config import available_configs, load_config
+
+MASK_ID = 126336          # LLaDA's mask token, outside the vocabulary used here
+B, L, V = 2, 8, 50        # L = block_len of dplena16
+OUTPUT_DTYPES = {"x": np.int64, "x0": np.int64, "confidence": np.float32, "transfer": np.bool_}
+
+
+def _workload(seed: int = 1) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, V, (B, L)).astype(np.int64)
+    x[0, [1, 3, 4, 6]] = MASK_ID
+    x[1, [0, 2, 5, 6, 7]] = MASK_ID
+    return {"logits": rng.normal(0.0, 3.0, (B, L, V)).astype(np.float32), "x": x,
+            "mask_id": np.array(MASK_ID, dtype=np.int64), "k": np.array([2, 3], dtype=np.int64)}
+
+
+def _golden(tmp_path, arrays, *extra: str) -> tuple[int, Path]:
+    inputs, out = tmp_path / "in.npz", tmp_path / "out.npz"
+    np.savez(inputs, **arrays)
+    code = main(["golden", "dplena", "--config", "dplena16", "--inputs", str(inputs),
+                 "--out", str(out), *extra])
+    return code, out
+
+
+# --- gen ---------------------------------------------------------------------------------------
+
+def test_gen_writes_config(tmp_path, capsys):
+    assert main(["gen", "dplena16", "--out", str(tmp_path)]) == 0
+    out = tmp_path / "dplena16"
+    modules = len(list((out / "rtl").glob("*.v")))
+    assert modules > 0 and (out / "manifest.json").is_file()
+    assert f"({modules} modules)" in capsys.readouterr().out
+
+
+def test_gen_unknown_config(tmp_path, capsys):
+    assert main(["gen", "dplena3000", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memwall: error: ")
+    assert "dplena3000" in err and "available configs" in err
+    for name in available_configs():
+        assert name in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_gen_bad_yaml(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("unit: dplena\nvlen: 1000\n")
+    out = tmp_path / "build"
+    assert main(["gen", str(bad), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and "vlen must be a power of two in [8, 4096]" in err
+    assert not out.exists()
+
+
+def test_gen_unknown_key(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("unit: dplena\nlanes: 16\n")
+    assert main(["gen", str(bad), "--out", str(tmp_path / "build")]) == 2
+    err = capsys.readouterr().err
+    assert "lanes" in err and "allowed keys" in err
+
+
+def test_console_script_exit_status(tmp_path):
+    script = Path(sys.executable).with_name("memwall")
+    if not script.is_file():
+        pytest.skip("memwall console script not installed next to this interpreter")
+    run = subprocess.run([str(script), "gen", "dplena3000", "--out", str(tmp_path)],
+                         capture_output=True, text=True)
+    assert run.returncode == 2
+    assert "available configs" in run.stderr and "Traceback" not in run.stderr
+
+
+# --- golden dplena -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["bf16", "mxfp8"])
+def test_golden_dplena(tmp_path, capsys, fmt):
+    arrays = _workload()
+    code, out = _golden(tmp_path, arrays, "--logits-format", fmt)
+    assert code == 0, capsys.readouterr().err
+    assert str(out) in capsys.readouterr().out
+    with np.load(out) as f:
+        got = {key: f[key] for key in f.files}
+    assert set(got) == set(OUTPUT_DTYPES)
+    for key, dtype in OUTPUT_DTYPES.items():
+        assert got[key].dtype == dtype and got[key].shape == (B, L), key
+
+    cfg = load_config("dplena16")
+    want = golden.sample_step_hw(golden.prepare_logits(arrays["logits"], fmt), arrays["x"],
+                                 MASK_ID, arrays["k"], cfg.vlen)
+    for key in OUTPUT_DTYPES:
+        assert np.array_equal(got[key], want[key], equal_nan=key == "confidence"), key
+
+    # What a sampling step must do, whatever the golden model says.
+    masked = arrays["x"] == MASK_ID
+    assert np.array_equal(got["transfer"].sum(axis=1), arrays["k"])
+    assert not np.any(got["transfer"] & ~masked)      # enough masked positions in each row
+    assert np.array_equal(got["x"], np.where(got["transfer"], got["x0"], arrays["x"]))
+    assert np.all(got["x"][got["transfer"]] < V)
+    assert np.all(np.isneginf(got["confidence"][~masked]))
+    assert np.all((got["confidence"][masked] > 0) & (got["confidence"][masked] <= 1))
+
+
+def test_golden_logits_format_is_used(tmp_path):
+    results = {}
+    for fmt in ("bf16", "mxfp8", None):
+        run_dir = tmp_path / str(fmt)
+        run_dir.mkdir()
+        code, out = _golden(run_dir, _workload(), *(["--logits-format", fmt] if fmt else []))
+        assert code == 0
+        with np.load(out) as f:
+            results[fmt] = f["confidence"]
+    # MXFP8 has 3 mantissa bits against BF16's 7: the confidences must differ somewhere.
+    assert not np.array_equal(results["bf16"], results["mxfp8"])
+    # Without the flag, the config's logits_format (dplena16: mxfp8_e4m3) applies.
+    assert load_config("dplena16").logits_format == "mxfp8_e4m3"
+    assert np.array_equal(results[None], results["mxfp8"])
+
+
+def test_golden_accepts_narrow_dtypes(tmp_path):
+    arrays = _workload()
+    narrow = {"logits": arrays["logits"].astype(np.float16), "x": arrays["x"].astype(np.int32),
+              "mask_id": arrays["mask_id"].astype(np.int32), "k": arrays["k"].astype(np.int32)}
+    code, out = _golden(tmp_path, narrow)
+    assert code == 0
+    with np.load(out) as f:
+        assert f["x"].dtype == np.int64 and f["x"].shape == (B, L)
+
+
+def _drop(key):
+    return lambda a: {k: v for k, v in a.items() if k != key}
+
+
+def _set(key, value):
+    return lambda a: {**a, key: value(a) if callable(value) else value}
+
+
+BAD_INPUTS = {
+    "missing_k": (_drop("k"), "'k'"),
+    "missing_logits": (_drop("logits"), "'logits'"),
+    "x_wrong_shape": (_set("x", lambda a: np.zeros((B, L + 1), np.int64)), "'x'"),
+    "x_wrong_ndim": (_set("x", lambda a: a["x"].reshape(-1)), "'x'"),
+    "logits_float64": (_set("logits", lambda a: a["logits"].astype(np.float64)), "'logits'"),
+    "x_float": (_set("x", lambda a: a["x"].astype(np.float32)), "'x'"),
+    "k_gt_k_max": (_set("k", np.array([9, 1], np.int64)), "'k'"),
+    "k_negative": (_set("k", np.array([-1, 1], np.int64)), "'k'"),
+    "k_wrong_shape": (_set("k", np.array([1, 1, 1], np.int64)), "'k'"),
+    "mask_id_vector": (_set("mask_id", np.array([MASK_ID], np.int64)), "'mask_id'"),
+    "L_gt_block_len": (lambda a: {**a, "logits": np.zeros((B, L + 1, V), np.float32),
+                                  "x": np.zeros((B, L + 1), np.int64)}, "'logits'"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_golden_bad_inputs(tmp_path, capsys, case):
+    change, key = BAD_INPUTS[case]
+    code, out = _golden(tmp_path, change(_workload()))
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memwall: error: ") and key in err
+    assert str(tmp_path / "in.npz") in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npz"]  # no output, no temp file
+
+
+def test_golden_missing_inputs_file(tmp_path, capsys):
+    out = tmp_path / "out.npz"
+    code = main(["golden", "dplena", "--config", "dplena16", "--inputs",
+                 str(tmp_path / "absent.npz"), "--out", str(out)])
+    assert code == 2
+    assert "absent.npz" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_golden_unknown_config(tmp_path, capsys):
+    np.savez(tmp_path / "in.npz", **_workload())
+    code = main(["golden", "dplena", "--config", "nope", "--inputs", str(tmp_path / "in.npz"),
+                 "--out", str(tmp_path / "other.npz")])
+    assert code == 2
+    assert "available configs" in capsys.readouterr().err
+    assert not (tmp_path / "other.npz").exists()
+
+
+def test_golden_out_folder_missing(tmp_path, capsys):
+    out = tmp_path / "no" / "out.npz"
+    np.savez(tmp_path / "in.npz", **_workload())
+    code = main(["golden", "dplena", "--config", "dplena16", "--inputs", str(tmp_path / "in.npz"),
+                 "--out", str(out)])
+    assert code == 2
+    assert str(out) in capsys.readouterr().err
