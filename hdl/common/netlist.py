@@ -192,11 +192,18 @@ class Design:
         output = yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True)
         # Split per module; Amaranth's own (non-deduplicated) submodules are named
         # "<parent>.<child>" and stay in their parent's file.
-        starts = [(m.start(), m.group(1)) for m in _VERILOG_MODULE.finditer(output)]
+        starts = []
+        for match in _VERILOG_MODULE.finditer(output):
+            begin = match.start()
+            while True:   # a module's own attribute lines "(* ... *)" belong to its piece
+                previous = output.rfind("\n", 0, begin - 1) + 1
+                if begin == 0 or not output.startswith("(*", previous):
+                    break
+                begin = previous
+            starts.append((begin, match.group(1)))
         pieces: dict[str, list[str]] = {name: [] for name in self._rtlil}
         ends = [begin for begin, _ in starts[1:]] + [len(output)]
         for (begin, module), end in zip(starts, ends, strict=True):
-            begin = output.rfind("\n\n", 0, begin) + 1 if "(*" in output[:begin][-200:] else begin
             owner = module if module in pieces else module.split(".", 1)[0]
             pieces[owner].append(_local_auto_names(output[begin:end].strip()) + "\n")
         for name, parts in pieces.items():
