@@ -7,6 +7,7 @@ its check in the dataclass metadata, so the error says the file, the key and wha
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import os
@@ -75,7 +76,14 @@ def one_of(*allowed) -> Check:
 
 def field(default: Any, check: Check, doc: str) -> Any:
     """A config field with its default, its check and a one-line description."""
-    return dataclasses.field(default=default, metadata={"check": check, "doc": doc})
+    metadata = {"check": check, "doc": doc}
+    if isinstance(default, (dict, list)):   # mutable: every config gets its own copy
+        return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def _default(f: dataclasses.Field) -> Any:
+    return f.default_factory() if f.default is dataclasses.MISSING else f.default
 
 
 # --- registry -----------------------------------------------------------------------------------
@@ -100,6 +108,7 @@ def unit_names() -> list[str]:
 def _import_units() -> None:
     # Unit config modules register themselves on import.
     from memwall.hdl.dplena import config as _dplena  # noqa: F401
+    from memwall.hdl.shield import config as _shield  # noqa: F401
 
 
 def available_configs(config_dir: Path = CONFIG_DIR) -> list[str]:
@@ -128,7 +137,7 @@ def config_from_dict(raw: Any, source: str, name: str):
                           f"allowed keys: unit, {', '.join(fields)}")
     values = {}
     for key, f in fields.items():
-        value = raw.get(key, f.default)
+        value = raw[key] if key in raw else _default(f)
         problem = f.metadata["check"](value)
         if problem:
             raise ConfigError(f"{source}: {key}: {value!r} — {key} {problem}")

@@ -38,7 +38,8 @@ def test_every_named_config_loads(name):
     cfg = load_config(name)
     assert cfg.name == name
     assert cfg.unit_name in unit_names()
-    assert cfg.k_max <= cfg.block_len
+    if cfg.unit_name == "dplena":
+        assert cfg.k_max <= cfg.block_len
 
 
 @pytest.mark.parametrize(("name", "vlen"), sorted(PAPER_VLENS.items()))
@@ -175,3 +176,38 @@ def test_int_width_float_rejected(tmp_path):
                                   "unit: [dplena]\n"], ids=["int_key", "mixed_keys", "unit_list"])
 def test_odd_yaml_types_give_config_error(tmp_path, text):
     _error(_write(tmp_path, text))
+
+
+# --- SHIELD ------------------------------------------------------------------------------
+
+def test_shield_small_derived_values():
+    cfg = load_config("shield_small")
+    assert (cfg.hi_bits, cfg.lo_bits) == (9, 7)                   # BF16: sign+exp | mantissa
+    assert cfg.bank_rows == {"standard": 16, "relaxed": 8, "refreshless": 8}
+    assert (cfg.t_std_cycles, cfg.t_rel_cycles) == (45, 1216)      # 1 MHz clock
+
+
+@pytest.mark.parametrize("fmt, split", [("fp16", (6, 10)), ("fp8_e4m3", (5, 3)),
+                                        ("fp8_e5m2", (6, 2))])
+def test_shield_formats(tmp_path, fmt, split):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"unit: shield\nformat: {fmt}\nkv_words: 64\nqo_words: 64\nrow_words: 8\n"
+                    "clock_mhz: 1\n")
+    cfg = load_config(str(path))
+    assert (cfg.hi_bits, cfg.lo_bits) == split
+
+
+@pytest.mark.parametrize("text, words", [
+    ("clock_mhz: 1\nt_rel_us: 10\n", ["t_rel_us", "at least t_std_us"]),
+    ("clock_mhz: 0.1\n", ["t_std_us", "fewer than the 16 rows"]),
+    ("clock_mhz: 1\nretention: {standard: [[0, 0]]}\n",
+     ["retention", "standard, relaxed, refreshless"]),
+    ("clock_mhz: 1\nformat: bf8\n", ["format", "'bf16', 'fp16'"]),
+])
+def test_shield_bad_values(tmp_path, text, words):
+    path = tmp_path / "s.yaml"
+    path.write_text("unit: shield\nkv_words: 64\nqo_words: 64\nrow_words: 8\n" + text)
+    with pytest.raises(ConfigError) as info:
+        load_config(str(path))
+    for word in words:
+        assert word in str(info.value), (word, str(info.value))
