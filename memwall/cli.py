@@ -60,6 +60,59 @@ def cmd_golden(args) -> None:
           f"{int(result['transfer'].sum())} tokens transferred)")
 
 
+def _shield_inputs(args):
+    from memwall.golden.shield_trace import TraceError, load_trace
+
+    cfg = _load(args.config, "shield")
+    try:
+        trace = load_trace(args.trace, cfg)
+    except TraceError as exc:
+        raise UsageError(str(exc)) from None
+    return cfg, trace
+
+
+def _write_json(path: str, result: dict) -> None:
+    import json
+    import os
+    import tempfile
+
+    out = Path(path)
+    if not out.parent.is_dir():
+        raise UsageError(f"--out {out}: folder {out.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    with os.fdopen(fd, "w") as f:
+        json.dump(result, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, out)
+
+
+def cmd_model_shield(args) -> None:
+    import json
+
+    from memwall.golden import shield
+
+    cfg, trace = _shield_inputs(args)
+    result = shield.model_trace(cfg, trace)
+    print(json.dumps(result, sort_keys=True) if args.json else shield.format_report(result))
+
+
+def cmd_run_shield(args) -> None:
+    from memwall.golden import shield
+    from memwall.verif.shield.run import run_trace
+
+    cfg, _ = _shield_inputs(args)
+    rtl = run_trace(cfg, args.trace, sim=args.sim)
+    result = shield.power_from_counts(cfg, rtl["refresh_counts"], rtl["cycles"])
+    result.update(rtl)
+    _write_json(args.out, result)
+    print(shield.format_report(result))
+    print(f"memwall: wrote {args.out}")
+
+
+MODEL_COMMANDS = {"shield": cmd_model_shield}
+RUN_COMMANDS = {"shield": cmd_run_shield}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memwall", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -81,6 +134,22 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how logits are held in HBM before dequantisation "
                              "(default: the config's logits_format)")
     golden.set_defaults(func=cmd_golden)
+
+    model = sub.add_parser("model", help="analytic model of a unit on a workload")
+    model.add_argument("unit", choices=sorted(MODEL_COMMANDS), help="unit family")
+    model.add_argument("--config", required=True, help="config name or .yaml path")
+    model.add_argument("--trace", required=True, help="workload trace (.yaml)")
+    model.add_argument("--json", action="store_true", help="print one JSON object")
+    model.set_defaults(func=lambda args: MODEL_COMMANDS[args.unit](args))
+
+    run = sub.add_parser("run", help="run the generated RTL on a workload (cocotb simulation)")
+    run.add_argument("unit", choices=sorted(RUN_COMMANDS), help="unit family")
+    run.add_argument("--config", required=True, help="config name or .yaml path")
+    run.add_argument("--trace", required=True, help="workload trace (.yaml)")
+    run.add_argument("--out", required=True, help="output .json")
+    run.add_argument("--sim", choices=["icarus", "verilator"], default=None,
+                     help="simulator (default: $SIM or icarus)")
+    run.set_defaults(func=lambda args: RUN_COMMANDS[args.unit](args))
     return parser
 
 

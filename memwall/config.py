@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 __all__ = [
-    "ConfigError", "CONFIG_DIR", "register_unit", "unit_names", "available_configs",
+    "ConfigError", "CONFIG_DIR", "UnitConfig", "register_unit", "unit_names", "available_configs",
     "load_config", "config_from_dict", "field", "power_of_two", "int_range", "number_range",
     "one_of",
 ]
@@ -84,6 +84,16 @@ def field(default: Any, check: Check, doc: str) -> Any:
 
 def _default(f: dataclasses.Field) -> Any:
     return f.default_factory() if f.default is dataclasses.MISSING else f.default
+
+
+class UnitConfig:
+    """What every unit's config offers the shared flow (gen, SDC, config.mk): a clock."""
+
+    clock_mhz: float
+
+    @property
+    def clock_period_ns(self) -> float:
+        return 1000.0 / self.clock_mhz
 
 
 # --- registry -----------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ __all__ = ["generate", "build_design", "TOP_BUILDERS"]
 # unit name -> "module:function" returning (top name, top component) for a config
 TOP_BUILDERS = {
     "dplena": "memwall.hdl.dplena.datapath:build_top",
+    "shield": "memwall.hdl.shield.controller:build_top",
 }
 
 

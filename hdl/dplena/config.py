@@ -8,6 +8,7 @@ from amaranth.utils import ceil_log2
 
 from memwall.config import (
     ConfigError,
+    UnitConfig,
     field,
     int_range,
     number_range,
@@ -21,7 +22,7 @@ __all__ = ["DplenaConfig"]
 
 @register_unit("dplena")
 @dataclass(frozen=True)
-class DplenaConfig:
+class DplenaConfig(UnitConfig):
     name: str = "dplena"
     vlen: int = field(512, power_of_two(8, 4096), "vector lanes (elements per vector op)")
     block_len: int = field(32, int_range(2, 1024), "L: tokens per diffusion block")
@@ -36,10 +37,6 @@ class DplenaConfig:
         if self.k_max > self.block_len:
             raise ConfigError(f"k_max: {self.k_max} — k_max must be at most block_len "
                               f"({self.block_len})")
-
-    @property
-    def clock_period_ns(self) -> float:
-        return 1000.0 / self.clock_mhz
 
     @property
     def lane_index_width(self) -> int:

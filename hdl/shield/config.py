@@ -13,7 +13,15 @@ from dataclasses import dataclass
 
 from amaranth.utils import ceil_log2
 
-from memwall.config import ConfigError, field, int_range, number_range, one_of, register_unit
+from memwall.config import (
+    ConfigError,
+    UnitConfig,
+    field,
+    int_range,
+    number_range,
+    one_of,
+    register_unit,
+)
 
 __all__ = ["ShieldConfig", "FORMATS", "DEFAULT_RETENTION"]
 
@@ -53,7 +61,7 @@ def _retention_check(value):
 
 @register_unit("shield")
 @dataclass(frozen=True)
-class ShieldConfig:
+class ShieldConfig(UnitConfig):
     name: str = "shield"
     format: str = field("bf16", one_of(*FORMATS), "number format of the stored words")
     kv_words: int = field(1 << 20, int_range(1, 1 << 30), "B_KV: KV-cache words")
