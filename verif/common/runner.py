@@ -76,10 +76,13 @@ def _write_sources(component, top_name: str, sim: str, tag: str) -> tuple[Path, 
 
 
 def simulate(component, top_name: str, test_module: str, params: dict | None = None, *,
-             sim: str | None = None, seed: int | None = None, testcase: str | None = None) -> None:
+             sim: str | None = None, seed: int | None = None, testcase: str | None = None,
+             keep_waves: Path | None = None) -> None:
     """Generate ``component`` as ``top_name``, then run cocotb ``test_module`` against it.
 
-    ``params`` (JSON-serialisable) reach the testbench through :func:`tb_params`.
+    ``params`` (JSON-serialisable) reach the testbench through :func:`tb_params`. With
+    ``keep_waves``, the waveform of a passing run is moved there (VCD with Verilator, FST with
+    Icarus) instead of being deleted: power analysis reads switching activity from it.
     """
     from cocotb_tools.runner import get_results, get_runner
 
@@ -117,6 +120,13 @@ def simulate(component, top_name: str, test_module: str, params: dict | None = N
             f"{top_name} [{sim}] {test_module}: {num_failed} of {num_tests} cocotb tests failed; "
             f"seed={seed} (rerun with COCOTB_RANDOM_SEED={seed}); log and waveform kept in "
             f"{test_dir} {waves}")
+    if keep_waves is not None:
+        waves = list(test_dir.glob("*.vcd")) + list(test_dir.glob("*.fst")) \
+            + list(build_dir.glob("*.fst"))
+        if not waves:
+            raise SimulationFailed(f"{top_name}: the run passed but left no waveform to keep")
+        Path(keep_waves).parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(waves[0]), keep_waves)
     shutil.rmtree(test_dir, ignore_errors=True)
     for wave in build_dir.glob("*.fst"):
         wave.unlink()
