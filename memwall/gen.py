@@ -126,6 +126,10 @@ def generate(cfg, out_root: Path = Path("build")) -> Path:
             "config": {"unit": cfg.unit_name, **dataclasses.asdict(cfg)},
             "top": top,
             "modules": design.module_names,
+            # module -> {child module: instances per parent}; with "instances" (totals under
+            # the top) this is what hierarchical synthesis multiplies module areas by.
+            "hierarchy": {m: dict(sorted(c.items())) for m, c in design.children.items()},
+            "instances": design.instance_counts(top),
             "tools": _tool_versions(),
             "files": hashes,
         }

@@ -136,6 +136,9 @@ class Design:
         self._order: list[str] = []            # module names, children before parents
         self._rtlil: dict[str, str] = {}       # modules Amaranth built, converted in one go
         self._text: dict[str, str] = {}        # module name -> Verilog
+        self._emitting: list[str] = []         # modules being built, innermost last
+        #: parent module -> {child module: instances of it in one parent}
+        self.children: dict[str, dict[str, int]] = {}
         self.tops: list[str] = []
 
     # -- building --------------------------------------------------------------------------------
@@ -151,6 +154,23 @@ class Design:
             self._by_key[key] = self._emit(component, self._fresh_name(component, key))
         return self._by_key[key]
 
+    def record_instance(self, child: str, count: int = 1) -> None:
+        """Note ``count`` instances of module ``child`` in the module being built."""
+        siblings = self.children.setdefault(self._emitting[-1], {})
+        siblings[child] = siblings.get(child, 0) + count
+
+    def instance_counts(self, top: str) -> dict[str, int]:
+        """How many times each module occurs in the elaborated hierarchy under ``top``."""
+        counts: dict[str, int] = {}
+
+        def visit(module: str, times: int) -> None:
+            counts[module] = counts.get(module, 0) + times
+            for child, n in self.children.get(module, {}).items():
+                visit(child, times * n)
+
+        visit(top, 1)
+        return counts
+
     def _fresh_name(self, component, key) -> str:
         base = getattr(component, "module_name", None) or _snake(type(component).__name__)
         suffix = _readable_suffix(component.params)
@@ -165,6 +185,8 @@ class Design:
         self._names.add(name)
         component._MustUse__silence = True  # converted here, not elaborated by a parent
         token = _current_design.set(self)
+        self._emitting.append(name)
+        self.children.setdefault(name, {})
         try:
             if hasattr(component, "emit_verilog"):
                 text = component.emit_verilog(self, name)
@@ -175,6 +197,7 @@ class Design:
                 info = ModuleInfo(name, _rtlil_ports(text, name))
                 self._rtlil[name] = text
         finally:
+            self._emitting.pop()
             _current_design.reset(token)
         self._order.append(name)
         return info
@@ -243,6 +266,7 @@ def unique_submodule(m, name: str, component) -> None:
         m.submodules[name] = component
         return
     info = design.module_for(component)
+    design.record_instance(info.name)
     m.submodules[name] = Instance(info.name, **instance_connections(info, port_values(component)))
 
 
@@ -282,6 +306,7 @@ class Netlist:
         With ``replicate=N`` the instance sits in a ``generate`` loop over ``i`` in ``0..N-1``.
         """
         info = self.design.module_for(component)
+        self.design.record_instance(info.name, replicate or 1)
         unbound = {p.name for p in info.ports} - set(binds) - set(_CLOCK_PORTS)
         unknown = set(binds) - {p.name for p in info.ports}
         if unbound or unknown:
