@@ -2,6 +2,7 @@
 # `make test`; each installs what it needs first (Debian tools, then a project venv).
 SHELL := /bin/bash
 CONFIG ?= dplena2048
+PDK ?= asap7
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -10,7 +11,7 @@ STAMP := $(VENV)/.installed
 DEBIAN_TOOLS := iverilog:iverilog sta:opensta
 PYTEST_WORKERS ?= 2
 
-.PHONY: gen test lint bench clean setup
+.PHONY: gen test lint bench clean setup synth report
 
 setup: $(STAMP)
 
@@ -32,6 +33,15 @@ $(STAMP): pyproject.toml
 
 gen: $(STAMP)
 	$(BIN)/memwall gen $(CONFIG)
+
+# Hierarchical synthesis, OpenSTA timing and power: build/$(CONFIG)/synth/$(PDK)/metrics.json
+synth: $(STAMP)
+	$(BIN)/memwall synth $(CONFIG) --pdk $(PDK)
+
+# Runs the flow on every config x PDK of the report matrix that has no metrics yet, then
+# writes reports/area_power.{md,csv} and the plots.
+report: $(STAMP)
+	$(BIN)/memwall report --run
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q tests

@@ -109,6 +109,41 @@ def cmd_run_shield(args) -> None:
     print(f"memwall: wrote {args.out}")
 
 
+def cmd_synth(args) -> None:
+    from memwall.flows.flow import run_flow
+    from memwall.flows.pdk import PdkError
+
+    _load(args.config)  # a bad config name fails here, before any tool runs
+    try:
+        run_flow(args.config, args.pdk, jobs=args.jobs, activity=not args.no_activity)
+    except PdkError as exc:
+        raise UsageError(str(exc)) from None
+
+
+#: What `memwall report --run` synthesises before writing the tables: config x PDK.
+REPORT_MATRIX = {
+    "asap7": ["dplena16", "dplena64", "dplena512", "dplena1024", "dplena2048", "shield_small"],
+    "sky130hd": ["dplena16", "dplena64", "dplena512", "shield_small"],
+    "nangate45": ["dplena16", "dplena64", "dplena512", "shield_small"],
+}
+
+
+def cmd_report(args) -> None:
+    from memwall.flows.flow import metrics_path, run_flow
+    from memwall.flows.report import write_report
+
+    if args.run:
+        for pdk, configs in REPORT_MATRIX.items():
+            for config in configs:
+                if args.force or not metrics_path(config, pdk).exists():
+                    run_flow(config, pdk, jobs=args.jobs)
+    try:
+        out = write_report()
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"memwall: wrote {out} and its CSV and plots")
+
+
 MODEL_COMMANDS = {"shield": cmd_model_shield}
 RUN_COMMANDS = {"shield": cmd_run_shield}
 
@@ -134,6 +169,23 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how logits are held in HBM before dequantisation "
                              "(default: the config's logits_format)")
     golden.set_defaults(func=cmd_golden)
+
+    synth = sub.add_parser("synth", help="synthesis, timing and power of a config on a PDK")
+    synth.add_argument("config", help="config name or .yaml path")
+    synth.add_argument("--pdk", required=True, choices=["asap7", "sky130hd", "nangate45"],
+                       help="platform under $MEMWALL_PDK_ROOT (default ../shared/pdk)")
+    synth.add_argument("--jobs", type=int, default=2, help="parallel Yosys runs (default 2)")
+    synth.add_argument("--no-activity", action="store_true",
+                       help="skip the simulation; power from a default activity")
+    synth.set_defaults(func=cmd_synth)
+
+    report = sub.add_parser("report", help="area/power tables and plots from synthesis runs")
+    report.add_argument("--run", action="store_true",
+                        help="first synthesise every config x PDK of the report matrix "
+                             "that has no metrics yet")
+    report.add_argument("--force", action="store_true", help="with --run: redo all of them")
+    report.add_argument("--jobs", type=int, default=2, help="parallel Yosys runs (default 2)")
+    report.set_defaults(func=cmd_report)
 
     model = sub.add_parser("model", help="analytic model of a unit on a workload")
     model.add_argument("unit", choices=sorted(MODEL_COMMANDS), help="unit family")

@@ -1,0 +1,90 @@
+"""``memwall synth``: generate -> hierarchical synthesis -> activity -> OpenSTA -> metrics.json.
+
+``build/<config>/synth/<pdk>/metrics.json`` is the one record every report reads. The steps are
+in :mod:`memwall.flows.synth` (Yosys, one run per unique module), :mod:`memwall.flows.activity`
+(switching activity from a cocotb run) and :mod:`memwall.flows.sta` (OpenSTA timing and power).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from memwall.config import load_config
+from memwall.gen import generate
+
+from .pdk import find_pdk
+
+__all__ = ["FlowError", "run_flow", "metrics_path", "BUILD_ROOT"]
+
+BUILD_ROOT = Path(__file__).resolve().parents[1] / "build"
+
+
+class FlowError(RuntimeError):
+    """A flow step that failed; the message names the step, its log and the log's last lines."""
+
+
+def metrics_path(config: str, pdk: str, build_root: Path = BUILD_ROOT) -> Path:
+    return build_root / config / "synth" / pdk / "metrics.json"
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs: int = 2,
+             activity: bool = True, progress=print) -> dict:
+    """Synthesise, time and power one config on one PDK; returns (and writes) its metrics."""
+    from . import sta, synth
+
+    cfg = load_config(config)
+    pdk = find_pdk(pdk_name, cache_root=build_root / "pdk")
+    start = time.perf_counter()
+    progress(f"memwall synth {cfg.name} on {pdk.name}: generating RTL")
+    gen_dir = generate(cfg, build_root)
+    manifest = json.loads((gen_dir / "manifest.json").read_text())
+    out_dir = gen_dir / "synth" / pdk.name
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    area = synth.synthesize(gen_dir, pdk, cfg.clock_period_ns, out_dir, jobs=jobs,
+                            progress=progress)
+    switching = None
+    if activity:
+        from .workload import collect_activity
+
+        progress("memwall synth: switching activity from a cocotb run of a representative workload")
+        switching = collect_activity(cfg, out_dir / "activity")
+    progress("memwall synth: OpenSTA timing and power")
+    timing = sta.run_sta(out_dir, manifest, pdk, cfg.clock_period_ns, switching)
+
+    metrics = {
+        "config": cfg.name,
+        "unit": cfg.unit_name,
+        "pdk": pdk.name,
+        "clock_mhz": cfg.clock_mhz,
+        "parameters": manifest["config"],
+        "area_um2": area["area_um2"],
+        "area_by_module": area["area_by_module"],
+        "area_by_unit": area.get("area_by_unit", {}),
+        "cells": area["cells"],
+        "macros": area.get("macros", []),
+        "wns_ns": timing["wns_ns"],
+        "tns_ns": timing["tns_ns"],
+        "critical_path": timing.get("critical_path"),
+        "power_mw": timing["power_mw"],
+        "power_by_module": timing.get("power_by_module", {}),
+        "activity_source": timing["activity_source"],
+        "annotated": timing.get("annotated"),
+        "synth": {key: area.get(key) for key in ("runtime_s", "peak_rss_mb", "yosys_version")},
+        "flow_runtime_s": round(time.perf_counter() - start, 1),
+        "command": f"make synth CONFIG={cfg.name} PDK={pdk.name}",
+    }
+    _write_json(out_dir / "metrics.json", metrics)
+    progress(f"memwall synth: {cfg.name}/{pdk.name}: {metrics['area_um2'] / 1e6:.4f} mm^2, "
+             f"WNS {metrics['wns_ns']:.3f} ns, {metrics['power_mw']['total']:.2f} mW "
+             f"-> {out_dir / 'metrics.json'}")
+    return metrics

@@ -1,0 +1,73 @@
+"""memwall report: tables, Table IV comparison, fits and plots from metrics.json files."""
+
+import csv
+import json
+
+import pytest
+
+from memwall.flows.report import PAPER_TABLE_IV, collect, linear_fit, unit_group, write_report
+
+
+def _metrics(config, pdk, vlen, unit="dplena"):
+    vector = 1400.0 * vlen            # um^2: exactly linear in VLEN
+    scalar = 700.0
+    return {
+        "config": config, "unit": unit, "pdk": pdk, "clock_mhz": 1000,
+        "parameters": {"vlen": vlen} if unit == "dplena" else {},
+        "area_um2": vector + scalar, "cells": 10 * vlen, "wns_ns": -0.1, "tns_ns": -3.0,
+        "area_by_unit": {f"elementwise_unit_vlen{vlen}": {"total_um2": vector / 2},
+                         f"reduction_unit_vlen{vlen}": {"total_um2": vector / 2},
+                         "scalar_fp_unit_lanes1": {"total_um2": scalar}},
+        "power_mw": {"internal": 0.4 * vlen, "switching": 0.3 * vlen, "leakage": 0.01,
+                     "total": 0.7 * vlen + 0.01},
+        "activity_source": "vcd", "command": f"make synth CONFIG={config} PDK={pdk}",
+    }
+
+
+@pytest.fixture
+def build(tmp_path):
+    for vlen in (512, 1024, 2048):
+        out = tmp_path / "build" / f"dplena{vlen}" / "synth" / "asap7"
+        out.mkdir(parents=True)
+        (out / "metrics.json").write_text(json.dumps(_metrics(f"dplena{vlen}", "asap7", vlen)))
+    out = tmp_path / "build" / "shield_small" / "synth" / "asap7"
+    out.mkdir(parents=True)
+    (out / "metrics.json").write_text(json.dumps(_metrics("shield_small", "asap7", 0, "shield")))
+    return tmp_path / "build"
+
+
+def test_linear_fit_exact_and_noisy():
+    a, b, r2 = linear_fit([1, 2, 3], [3, 5, 7])
+    assert (round(a, 9), round(b, 9), round(r2, 9)) == (2, 1, 1)
+    assert linear_fit([1, 2, 3, 4], [1, 3, 2, 4])[2] < 0.9
+
+
+def test_unit_groups():
+    assert unit_group("reduction_unit_vlen512") == "vector"
+    assert unit_group("masked_select_unit_lanes512_tagwidth4_width32") == "vector"
+    assert unit_group("topk_mask_unit_kmax32_length32") == "scalar"
+    assert unit_group("shield_controller") == "other"
+
+
+def test_report_tables_and_plots(build, tmp_path):
+    out = tmp_path / "reports"
+    md = write_report(build, out).read_text()
+    rows = list(csv.DictReader((out / "area_power.csv").open()))
+    assert [r["config"] for r in rows] == ["dplena512", "dplena1024", "dplena2048",
+                                           "shield_small"]
+    assert "Table IV" in md
+    for vlen, (paper_area, paper_power) in PAPER_TABLE_IV.items():
+        ours = 1400.0 * vlen / 1e6
+        assert f"| {vlen} | {ours:.3f} | {paper_area:.3f} | {ours / paper_area:.2f} |" in md
+        assert f"{paper_power:.1f}" in md
+    assert "1400.0 µm²/lane" in md and "| 1.00000 |" in md   # exact linear data: R^2 = 1
+    for png in ("dplena_area_vs_vlen.png", "dplena_power_vs_vlen.png",
+                "dplena_area_by_unit.png"):
+        assert (out / png).stat().st_size > 1000
+        assert f"]({png})" in md
+    assert len(collect(build)) == 4
+
+
+def test_report_without_metrics_says_what_to_run(tmp_path):
+    with pytest.raises(FileNotFoundError, match="make synth"):
+        write_report(tmp_path / "empty", tmp_path / "reports")
