@@ -4,7 +4,6 @@ import csv
 import json
 
 import pytest
-
 from memwall.flows.report import PAPER_TABLE_IV, collect, linear_fit, unit_group, write_report
 
 
