@@ -100,10 +100,10 @@ def cmd_run_shield(args) -> None:
     from memwall.golden import shield
     from memwall.verif.shield.run import run_trace
 
-    cfg, _ = _shield_inputs(args)
+    cfg, trace = _shield_inputs(args)
     rtl = run_trace(cfg, args.trace, sim=args.sim)
-    result = shield.power_from_counts(cfg, rtl["refresh_counts"], rtl["cycles"])
-    result.update(rtl)
+    result = shield.power_from_counts(cfg, trace, rtl["refresh_counts"], rtl["cycles"])
+    result["rtl"] = rtl
     _write_json(args.out, result)
     print(shield.format_report(result))
     print(f"memwall: wrote {args.out}")
