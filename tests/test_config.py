@@ -199,7 +199,7 @@ def test_shield_formats(tmp_path, fmt, split):
 
 @pytest.mark.parametrize("text, words", [
     ("clock_mhz: 1\nt_rel_us: 10\n", ["t_rel_us", "at least t_std_us"]),
-    ("clock_mhz: 0.1\n", ["t_std_us", "fewer than the 16 rows"]),
+    ("clock_mhz: 0.1\n", ["t_std_us", "more than the 16 rows"]),
     ("clock_mhz: 1\nretention: {standard: [[0, 0]]}\n",
      ["retention", "standard, relaxed, refreshless"]),
     ("clock_mhz: 1\nformat: bf8\n", ["format", "'bf16', 'fp16'"]),

@@ -82,11 +82,12 @@ class ShieldConfig(UnitConfig):
             raise ConfigError(f"t_rel_us: {self.t_rel_us} — t_rel_us must be at least t_std_us "
                               f"({self.t_std_us})")
         for key in ("t_std_us", "t_rel_us"):
-            if self.interval_cycles(getattr(self, key)) < self.rows(self.total_words):
+            # More cycles than rows: a fully live bank must leave some cycles for accesses.
+            if self.interval_cycles(getattr(self, key)) <= self.rows(self.total_words):
                 raise ConfigError(
                     f"{key}: {getattr(self, key)} µs at {self.clock_mhz} MHz is "
-                    f"{self.interval_cycles(getattr(self, key))} cycles, fewer than the "
-                    f"{self.rows(self.total_words)} rows it must refresh one per cycle")
+                    f"{self.interval_cycles(getattr(self, key))} cycles; it must be more than "
+                    f"the {self.rows(self.total_words)} rows it refreshes one per cycle")
 
     # -- derived values --------------------------------------------------------------------------
     @property

@@ -1,0 +1,357 @@
+"""SHIELD segmented eDRAM controller (paper Fig. 3): field split + lifecycle-aware refresh.
+
+Every word of the activation workspace is split by its number format: the sign+exponent field
+goes to the Standard Refresh Bank, the mantissa to the Relaxed Refresh Bank (KV words) or the
+Refresh-less Bank (QO words). The banks are external eDRAM macros driven through plain ports; the
+controller owns the address map, the per-row liveness and the refresh schedule.
+
+Refresh schedule (shared, word for word, with :mod:`memwall.golden.shield`): cycle 1 is the first
+cycle after reset. A refreshed bank with ``R`` rows and interval ``T`` cycles refreshes row ``r``
+in every cycle ``t`` with ``t mod T == (r * T) // R``, provided the row is live in that cycle. A row
+is live in cycle ``t`` if a word stored in it was written in a cycle before ``t`` and its class was
+not released in a cycle before ``t``.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, enum, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
+from memwall.hdl.common.netlist import unique_submodule
+from memwall.hdl.shield.config import ShieldConfig
+
+__all__ = ["Op", "Cls", "RefreshScheduler", "ShieldController", "BANKS", "REFRESHED_BANKS",
+           "TOP_NAME", "build_top", "schedule_offset", "request_layout"]
+
+TOP_NAME = "shield_controller"
+#: the three eDRAM banks, in port order
+BANKS = ("standard", "relaxed", "refreshless")
+#: the banks the controller refreshes
+REFRESHED_BANKS = ("standard", "relaxed")
+#: read responses the controller can hold while ``resp`` is stalled (3 keeps one read per cycle)
+RESP_DEPTH = 3
+
+
+class Op(enum.Enum, shape=2):
+    READ = 0
+    WRITE = 1
+    RELEASE = 2     # kill every word of ``cls`` (its rows stop being refreshed)
+
+
+class Cls(enum.Enum, shape=1):
+    KV = 0          # persistent KV cache: mantissa in the Relaxed Refresh Bank
+    QO = 1          # transient Q/O activations: mantissa in the Refresh-less Bank
+
+
+def schedule_offset(row: int, rows: int, interval: int) -> int:
+    """Cycle phase (``t mod interval``) at which ``row`` of a ``rows``-row bank is refreshed."""
+    return (row * interval) // rows
+
+
+def request_layout(cfg: ShieldConfig) -> data.StructLayout:
+    """Payload of the controller's ``req`` stream (fields packed LSB-first in this order)."""
+    return data.StructLayout({
+        "op": Op, "cls": Cls, "addr": unsigned(cfg.addr_width), "data": cfg.word_bits})
+
+
+def _width(count: int) -> int:
+    """Bits of an index into ``count`` items (at least 1, so empty banks keep legal ports)."""
+    return max(1, ceil_log2(max(count, 1)))
+
+
+class RefreshScheduler(wiring.Component):
+    """Names the row whose refresh slot is the current cycle, for a ``rows``-row bank.
+
+    A phase counter runs ``t mod interval`` (``t`` = cycles since reset, 1 in the first cycle
+    after reset). The row pointer holds the next row to refresh and its slot
+    ``(row * interval) // rows``, kept incrementally (quotient + remainder, as Bresenham's line
+    does), so no multiplier, divider or offset table is needed. ``slot`` is high in the cycle
+    whose phase equals that offset; the pointer then advances, wrapping after the last row.
+    Offsets are distinct because ``interval > rows``.
+
+    Parameters
+    ----------
+    rows : int
+        Rows of the bank, ``>= 1``.
+    interval : int
+        Refresh interval in cycles, ``> rows``.
+
+    Attributes
+    ----------
+    row : Out(range(rows))
+        Row whose slot this is (valid when ``slot``).
+    slot : Out(1)
+        This cycle is ``row``'s refresh slot.
+    params : dict
+        ``{"rows": rows, "interval": interval}``.
+    """
+
+    def __init__(self, rows: int, interval: int):
+        if not isinstance(rows, int) or isinstance(rows, bool) or rows < 1:
+            raise ValueError(f"rows must be an int >= 1, got {rows!r}")
+        if not isinstance(interval, int) or isinstance(interval, bool) or interval <= rows:
+            raise ValueError(f"interval must be an int > rows ({rows}), got {interval!r}")
+        self.rows, self.interval = rows, interval
+        self.params = {"rows": rows, "interval": interval}
+        super().__init__({"row": Out(range(rows)), "slot": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        R, T = self.rows, self.interval
+        # State in cycle 1: phase 1 and the first row whose slot is not behind it.
+        phase0 = 1 % T
+        row0 = next((r for r in range(R) if schedule_offset(r, R, T) >= phase0), 0)
+        phase = Signal(range(T), init=phase0)
+        row = Signal(range(R), init=row0)
+        target = Signal(range(T), init=schedule_offset(row0, R, T))
+        frac = Signal(range(R), init=(row0 * T) % R)       # (row * T) mod R
+        step, step_frac = divmod(T, R)
+
+        m.d.sync += phase.eq(Mux(phase == T - 1, 0, phase + 1))
+        slot = Signal()
+        m.d.comb += [slot.eq(phase == target), self.slot.eq(slot), self.row.eq(row)]
+        with m.If(slot):
+            with m.If(row == R - 1):
+                m.d.sync += [row.eq(0), target.eq(0), frac.eq(0)]
+            with m.Else():
+                carry = frac + step_frac >= R
+                m.d.sync += [
+                    row.eq(row + 1),
+                    target.eq(target + step + carry),
+                    frac.eq(Mux(carry, frac + step_frac - R, frac + step_frac)),
+                ]
+        return m
+
+
+class ShieldController(wiring.Component):
+    """SHIELD segmented eDRAM controller: splits words by field, refreshes live rows on schedule.
+
+    Commands on ``req`` are processed in order, at most one per cycle:
+
+    * ``WRITE cls addr data``: the high field ``data[lo_bits:]`` (sign + exponent) is written to
+      the Standard Refresh Bank at ``addr`` (KV) or ``kv_words + addr`` (QO); the mantissa
+      ``data[:lo_bits]`` to the Relaxed Refresh Bank (KV) or the Refresh-less Bank (QO) at
+      ``addr``. The rows written become live from the next cycle.
+    * ``READ cls addr``: both fields are read and the reassembled word is returned on ``resp``
+      two cycles after the command is accepted (bank read data arrives one cycle after ``re``
+      and is queued in a ``RESP_DEPTH``-entry buffer). Responses come back in command order.
+    * ``RELEASE cls``: every word of ``cls`` dies (QO at the end of a layer); its rows stop
+      being refreshed from the next cycle. Needs no bank and is never stalled.
+
+    Bank address ``a`` is row ``a // row_words``, column ``a % row_words``. An ``addr`` outside
+    the class region (``>= kv_words`` / ``>= qo_words``) is a protocol error: such a write is
+    dropped and such a read returns 0. Undefined op codes are accepted and ignored.
+
+    Refresh: see the module docstring for the schedule. A refresh drives ``<bank>_ref`` with the
+    row on ``<bank>_row`` and takes priority over accesses: a READ or WRITE that needs a bank in
+    its refresh cycle is not accepted that cycle (``req.ready`` low) and retries the next, so no
+    live row ever waits longer than its interval. Every READ/WRITE needs the standard bank; KV
+    accesses also the relaxed bank. The Refresh-less Bank is never refreshed. Liveness is kept
+    per row and per class (``kv_words`` may share a standard-bank row with QO words: the row stays
+    live while either class is). ``refresh_count_<bank>`` counts the refreshes issued (wrapping
+    at 2**32).
+
+    ``req.ready`` depends combinationally on ``req.payload`` (op and class) and on the refresh
+    state; the bank ports are driven combinationally from the accepted command. Throughput is one
+    command per cycle except in refresh cycles: with every standard row live, ``rows / T_std``
+    of all cycles refresh the standard bank (16/45 in ``shield_small``, 4096/45000 in
+    ``shield_2mb``), so a burst of accesses runs that much longer than one word per cycle.
+
+    Parameters
+    ----------
+    cfg : ShieldConfig
+        Format (``hi_bits``/``lo_bits``), ``kv_words``, ``qo_words``, ``row_words`` and the
+        intervals ``t_std_cycles``/``t_rel_cycles``; each interval must exceed its bank's rows
+        so accesses find free cycles.
+    interval_scale : int
+        Verification hook, default 1: multiplies both refresh intervals, i.e. breaks the
+        schedule on purpose so a testbench can show that its checks catch a late refresh.
+        Never set it in a real design.
+
+    Attributes
+    ----------
+    req : In(stream.Signature(req_layout))
+        Commands; payload fields ``op`` (:class:`Op`, 2 bits), ``cls`` (:class:`Cls`, 1 bit),
+        ``addr`` (``cfg.addr_width``), ``data`` (``word_bits``), packed LSB-first in that order.
+    resp : Out(stream.Signature(word_bits))
+        Read data, one transfer per READ, in order.
+    standard_row, standard_col, standard_we, standard_re, standard_wdata : Out
+        Standard Refresh Bank access port (``hi_bits`` fields, ``rows(kv_words + qo_words)``
+        rows); ``standard_rdata`` (In) is the field read in the previous cycle.
+    standard_ref : Out(1)
+        Refresh row ``standard_row`` this cycle.
+    relaxed_* : as ``standard_*``
+        Relaxed Refresh Bank (KV mantissas, ``lo_bits``, ``rows(kv_words)`` rows).
+    refreshless_* : as ``standard_*`` without ``_ref``
+        Refresh-less Bank (QO mantissas, ``lo_bits``, ``rows(qo_words)`` rows).
+    refresh_count_standard, refresh_count_relaxed : Out(32)
+        Refreshes issued since reset.
+    req_layout : StructLayout
+        The ``req`` payload layout.
+    bank_rows, bank_bits : dict
+        Rows and field width of each bank.
+    intervals : dict
+        Refresh interval in cycles of each refreshed bank (scaled by ``interval_scale``).
+    params : dict
+        ``format``, ``hi_bits``, ``lo_bits``, ``kv_words``, ``qo_words``, ``row_words``,
+        ``t_std_cycles``, ``t_rel_cycles``, ``interval_scale``.
+    """
+
+    def __init__(self, cfg: ShieldConfig, *, interval_scale: int = 1):
+        if not isinstance(cfg, ShieldConfig):
+            raise ValueError(f"cfg must be a ShieldConfig, got {type(cfg).__name__}")
+        if not isinstance(interval_scale, int) or isinstance(interval_scale, bool) \
+                or interval_scale < 1:
+            raise ValueError(f"interval_scale must be an int >= 1 (1 = the real schedule), "
+                             f"got {interval_scale!r}")
+        self.cfg = cfg
+        self.interval_scale = interval_scale
+        self.hi_bits, self.lo_bits, self.word_bits = cfg.hi_bits, cfg.lo_bits, cfg.word_bits
+        self.kv_words, self.qo_words, self.row_words = cfg.kv_words, cfg.qo_words, cfg.row_words
+        self.bank_rows = dict(cfg.bank_rows)
+        self.bank_bits = {"standard": cfg.hi_bits, "relaxed": cfg.lo_bits,
+                          "refreshless": cfg.lo_bits}
+        nominal = {"standard": cfg.t_std_cycles, "relaxed": cfg.t_rel_cycles}
+        for bank, key in (("standard", "t_std_cycles"), ("relaxed", "t_rel_cycles")):
+            if nominal[bank] <= self.bank_rows[bank]:
+                raise ValueError(
+                    f"{key} is {nominal[bank]}, but the {bank} bank has {self.bank_rows[bank]} "
+                    f"rows: the interval must exceed the rows (one refresh per cycle at most, "
+                    f"plus free cycles for accesses); raise the interval, clock_mhz or row_words")
+        self.intervals = {bank: t * interval_scale for bank, t in nominal.items()}
+        self.params = {
+            "format": cfg.format, "hi_bits": cfg.hi_bits, "lo_bits": cfg.lo_bits,
+            "kv_words": cfg.kv_words, "qo_words": cfg.qo_words, "row_words": cfg.row_words,
+            "t_std_cycles": cfg.t_std_cycles, "t_rel_cycles": cfg.t_rel_cycles,
+            "interval_scale": interval_scale,
+        }
+        self.req_layout = request_layout(cfg)
+        members = {"req": In(stream.Signature(self.req_layout)),
+                   "resp": Out(stream.Signature(cfg.word_bits))}
+        for bank in BANKS:
+            members[f"{bank}_row"] = Out(_width(self.bank_rows[bank]))
+            members[f"{bank}_col"] = Out(_width(cfg.row_words))
+            members[f"{bank}_we"] = Out(1)
+            members[f"{bank}_re"] = Out(1)
+            members[f"{bank}_wdata"] = Out(self.bank_bits[bank])
+            members[f"{bank}_rdata"] = In(self.bank_bits[bank])
+            if bank in REFRESHED_BANKS:
+                members[f"{bank}_ref"] = Out(1)
+        for bank in REFRESHED_BANKS:
+            members[f"refresh_count_{bank}"] = Out(32)
+        super().__init__(members)
+
+    def _split(self, address):
+        """(row, column) of a bank address; slices when ``row_words`` is a power of two."""
+        rw = self.row_words
+        if rw & (rw - 1) == 0:
+            shift = rw.bit_length() - 1
+            return address >> shift, address[:max(shift, 1)] if shift else Const(0, 1)
+        return address // rw, address % rw
+
+    def elaborate(self, platform):
+        m = Module()
+        rows, kv_words, qo_words = self.bank_rows, self.kv_words, self.qo_words
+
+        sched = {}
+        for bank in REFRESHED_BANKS:
+            sched[bank] = RefreshScheduler(rows[bank], self.intervals[bank])
+            unique_submodule(m, f"sched_{bank}", sched[bank])
+
+        # Liveness per row and class: KV words occupy relaxed row r and standard row r alike,
+        # so one bit per relaxed row serves both; QO words are tracked per standard row.
+        kv_live = Signal(rows["relaxed"])
+        qo_live = Signal(rows["standard"])
+        std_live = Signal(rows["standard"])
+        m.d.comb += std_live.eq(qo_live | kv_live)
+
+        refresh = {}
+        for bank, live in (("standard", std_live), ("relaxed", kv_live)):
+            refresh[bank] = Signal(name=f"refresh_{bank}")
+            m.d.comb += [refresh[bank].eq(sched[bank].slot
+                                          & live.bit_select(sched[bank].row, 1)),
+                         getattr(self, f"{bank}_ref").eq(refresh[bank])]
+            count = getattr(self, f"refresh_count_{bank}")
+            count_reg = Signal(32, name=f"count_{bank}")
+            m.d.comb += count.eq(count_reg)
+            with m.If(refresh[bank]):
+                m.d.sync += count_reg.eq(count_reg + 1)
+
+        # -- command decode ------------------------------------------------------------------
+        cmd = self.req.payload
+        is_kv = cmd.cls == Cls.KV
+        is_read = cmd.op == Op.READ
+        is_write = cmd.op == Op.WRITE
+        is_access = is_read | is_write
+        in_range = Mux(is_kv, cmd.addr < kv_words, cmd.addr < qo_words)
+        std_addr = Signal(range(kv_words + max(qo_words, 1)))
+        m.d.comb += std_addr.eq(Mux(is_kv, cmd.addr, kv_words + cmd.addr))
+        std_row, std_col = self._split(std_addr)
+        lo_row, lo_col = self._split(cmd.addr)
+
+        # Read responses: bank data arrives the cycle after `re` and is queued; a READ is only
+        # accepted when the queue has room for it and the read already in flight.
+        resp_q = fifo.SyncFIFO(width=self.word_bits, depth=RESP_DEPTH)
+        m.submodules.resp_q = resp_q
+        rd_pend = Signal()
+        rd_kv = Signal()
+        rd_ok = Signal()
+        room = resp_q.level + rd_pend < RESP_DEPTH
+
+        blocked = refresh["standard"] | (refresh["relaxed"] & is_kv)
+        m.d.comb += self.req.ready.eq(~(is_access & (blocked | (is_read & ~room))))
+        fire = self.req.valid & self.req.ready
+        do_write = fire & is_write & in_range
+        do_read = fire & is_read & in_range
+
+        # -- bank ports ----------------------------------------------------------------------
+        lo_bank_kv = {"relaxed": 1, "refreshless": 0}
+        for bank in BANKS:
+            if bank == "standard":
+                row, col, use = std_row, std_col, Const(1)
+                wdata = cmd.data[self.lo_bits:]
+            else:
+                row, col = lo_row, lo_col
+                use = is_kv if lo_bank_kv[bank] else ~is_kv
+                wdata = cmd.data[:self.lo_bits]
+            port_row = getattr(self, f"{bank}_row")
+            if bank in REFRESHED_BANKS:
+                m.d.comb += port_row.eq(Mux(refresh[bank], sched[bank].row, row))
+            else:
+                m.d.comb += port_row.eq(row)
+            m.d.comb += [
+                getattr(self, f"{bank}_col").eq(col),
+                getattr(self, f"{bank}_wdata").eq(wdata),
+                getattr(self, f"{bank}_we").eq(do_write & use),
+                getattr(self, f"{bank}_re").eq(do_read & use),
+            ]
+
+        # -- liveness ------------------------------------------------------------------------
+        with m.If(do_write):
+            with m.If(is_kv):
+                m.d.sync += kv_live.bit_select(lo_row, 1).eq(1)
+            with m.Else():
+                m.d.sync += qo_live.bit_select(std_row, 1).eq(1)
+        with m.If(fire & (cmd.op == Op.RELEASE)):
+            with m.If(is_kv):
+                m.d.sync += kv_live.eq(0)
+            with m.Else():
+                m.d.sync += qo_live.eq(0)
+
+        # -- read return ---------------------------------------------------------------------
+        m.d.sync += [rd_pend.eq(fire & is_read), rd_kv.eq(is_kv), rd_ok.eq(in_range)]
+        lo = Mux(rd_kv, self.relaxed_rdata, self.refreshless_rdata)
+        m.d.comb += [
+            resp_q.w_data.eq(Mux(rd_ok, Cat(lo, self.standard_rdata), 0)),
+            resp_q.w_en.eq(rd_pend),
+            self.resp.valid.eq(resp_q.r_rdy),
+            self.resp.payload.eq(resp_q.r_data),
+            resp_q.r_en.eq(self.resp.ready),
+        ]
+        return m
+
+
+def build_top(cfg: ShieldConfig) -> tuple[str, ShieldController]:
+    """Top of ``memwall gen`` for a SHIELD config: the controller (banks are external macros)."""
+    return TOP_NAME, ShieldController(cfg)

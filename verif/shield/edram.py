@@ -1,0 +1,189 @@
+"""Behavioural eDRAM bank for the SHIELD testbenches, driven by the controller's bank ports.
+
+One :class:`EdramBank` per bank (``standard``, ``relaxed``, ``refreshless``) samples
+``<bank>_row/_col/_we/_re/_wdata/_ref`` at each rising edge and drives ``<bank>_rdata`` after it
+(synchronous read: the field is on ``rdata`` in the cycle after ``re``).
+
+Retention: every cell remembers the cycle it was last restored (a write restores the written
+cell, a refresh the whole row; a read restores nothing). When a cell is read or refreshed and the
+time since its restore exceeds the bank's guaranteed retention (``T_std`` for the standard bank,
+``T_rel`` for the relaxed bank, none for the refresh-less bank), its bits fail with the golden
+retention model: a bit has failed by age ``a`` with probability ``ber(cfg, bank, a_us)``. Failed
+bits read inverted and stay failed until the next restore, and a refresh writes the corrupted
+value back, as real eDRAM does. When a cell is observed again without a restore in between, each
+bit still intact fails with the conditional probability ``(ber(a2) - ber(a1)) / (1 - ber(a1))``,
+so the chance that a bit reads wrong at age ``a`` is ``ber(a)`` however often it was looked at.
+
+Bookkeeping for the checks: per-row refresh times, and for every cell that holds live data (written
+and not yet killed by the testbench's RELEASE) the longest time it went without a restore.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+
+__all__ = ["EdramBank"]
+
+
+class EdramBank:
+    """One eDRAM macro behind the ``<name>_*`` ports of a :class:`ShieldController`.
+
+    Parameters
+    ----------
+    dut : cocotb handle
+        The controller top.
+    name : str
+        ``standard``, ``relaxed`` or ``refreshless``.
+    cfg : ShieldConfig
+        Geometry (rows, ``row_words``, field widths), intervals and clock.
+    ber : callable(bank, elapsed_us) -> float
+        Retention model (the golden ``ber`` bound to the config).
+    rng : random.Random
+        Seeded source of the bit failures.
+    """
+
+    def __init__(self, dut, name: str, cfg, ber: Callable[[str, float], float],
+                 rng: random.Random):
+        self.name = name
+        self.rows = cfg.bank_rows[name]
+        self.row_words = cfg.row_words
+        self.bits = cfg.hi_bits if name == "standard" else cfg.lo_bits
+        self.refreshed = name != "refreshless"
+        # Guaranteed retention in cycles; None: no guarantee (the refresh-less bank).
+        self.retention = {"standard": cfg.t_std_cycles, "relaxed": cfg.t_rel_cycles}.get(name)
+        self.us_per_cycle = 1.0 / cfg.clock_mhz
+        self._ber = ber
+        self._ber_cache: dict[int, float] = {}
+        self.rng = rng
+        size = self.rows * self.row_words
+        self.value = [0] * size
+        self.restored: list[int | None] = [None] * size  # cycle of last restore; None: no data
+        self.seen = [0] * size          # age (cycles) at the last decay evaluation since restore
+        self.failed = [0] * size        # bits failed since the last restore
+        self.live = [False] * size
+        self.refresh_times: list[list[int]] = [[] for _ in range(self.rows)]
+        self.max_age = 0                # longest a live cell went without a restore (cycles)
+        self.worst: tuple | None = None  # (age, address, cycle) of that
+        self.flipped_bits = 0           # bit failures injected so far
+        # log P(every read so far returned its bits intact): a read at age a sees a bit wrong
+        # with probability ber(a), failures persist until the next restore, so per cell and
+        # restore only its last read counts.
+        self.log_clean_reads = 0.0
+        self._read_p = [0.0] * size     # ber at the cell's last read since its restore
+        self.protocol: list[str] = []   # illegal port use seen
+        self._port = {p: getattr(dut, f"{name}_{p}")
+                      for p in ("row", "col", "we", "re", "wdata", "rdata")}
+        self._ref = getattr(dut, f"{name}_ref") if self.refreshed else None
+        self._port["rdata"].value = 0
+
+    # -- retention ------------------------------------------------------------------------------
+    def ber_at(self, age_cycles: int) -> float:
+        """Probability that a bit has failed ``age_cycles`` after its restore (0 within the
+        guaranteed retention)."""
+        if self.retention is not None and age_cycles <= self.retention:
+            return 0.0
+        p = self._ber_cache.get(age_cycles)
+        if p is None:
+            p = self._ber_cache[age_cycles] = float(self._ber(self.name,
+                                                              age_cycles * self.us_per_cycle))
+        return p
+
+    def _decay(self, addr: int, now: int) -> None:
+        restored = self.restored[addr]
+        if restored is None:
+            return
+        age = now - restored
+        p_now = self.ber_at(age)
+        p_before = self.ber_at(self.seen[addr])
+        self.seen[addr] = age
+        if p_now <= p_before:
+            return
+        q = (p_now - p_before) / (1.0 - p_before)
+        intact = ~self.failed[addr]
+        flips = 0
+        for bit in range(self.bits):
+            if intact >> bit & 1 and self.rng.random() < q:
+                flips |= 1 << bit
+        if flips:
+            self.value[addr] ^= flips
+            self.failed[addr] |= flips
+            self.flipped_bits += bin(flips).count("1")
+
+    def _close_reads(self, addr: int) -> None:
+        p = self._read_p[addr]
+        if p:
+            self.log_clean_reads += self.bits * math.log1p(-p) if p < 1 else -math.inf
+            self._read_p[addr] = 0.0
+
+    def _restore(self, addr: int, now: int) -> None:
+        if self.live[addr]:
+            self._age(addr, now)
+        self._close_reads(addr)
+        self.restored[addr] = now
+        self.seen[addr] = 0
+        self.failed[addr] = 0
+
+    def _age(self, addr: int, now: int) -> None:
+        age = now - self.restored[addr]
+        if age > self.max_age:
+            self.max_age, self.worst = age, (age, addr, now)
+
+    # -- testbench hooks ------------------------------------------------------------------------
+    def kill(self, addrs, now: int) -> None:
+        """The data in ``addrs`` died (RELEASE accepted in cycle ``now``): close their ages."""
+        for addr in addrs:
+            if self.live[addr]:
+                self._age(addr, now)
+                self.live[addr] = False
+
+    def finish(self, now: int) -> None:
+        """End of the run: account the age of every cell still live."""
+        for addr, live in enumerate(self.live):
+            if live:
+                self._age(addr, now)
+            self._close_reads(addr)
+
+    def refreshes(self, before: int | None = None, after: int = 0) -> int:
+        """Refreshes seen in cycles ``after < t < before``."""
+        return sum(1 for times in self.refresh_times for t in times
+                   if t > after and (before is None or t < before))
+
+    # -- one clock edge -------------------------------------------------------------------------
+    def tick(self, now: int) -> int | None:
+        """Apply what the ports asked for in cycle ``now``; returns the refreshed row or None."""
+        port = self._port
+        ref = self.refreshed and int(self._ref.value)
+        we, re = int(port["we"].value), int(port["re"].value)
+        if not (ref or we or re):
+            return None
+        row = int(port["row"].value)
+        if row >= self.rows:
+            self.protocol.append(f"cycle {now}: {self.name} row {row} >= {self.rows} rows")
+            return None
+        if ref and (we or re) or we and re:
+            self.protocol.append(f"cycle {now}: {self.name} ref={ref} we={we} re={re} together")
+        if ref:
+            base = row * self.row_words
+            for addr in range(base, base + self.row_words):
+                if self.restored[addr] is not None:
+                    self._decay(addr, now)
+                    self._restore(addr, now)
+            self.refresh_times[row].append(now)
+            return row
+        col = int(port["col"].value)
+        if col >= self.row_words:
+            self.protocol.append(f"cycle {now}: {self.name} col {col} >= {self.row_words}")
+            return None
+        addr = row * self.row_words + col
+        if we:
+            self._restore(addr, now)
+            self.value[addr] = int(port["wdata"].value)
+            self.live[addr] = True
+        if re:
+            self._decay(addr, now)
+            if self.restored[addr] is not None:
+                self._read_p[addr] = self.ber_at(now - self.restored[addr])
+            port["rdata"].value = self.value[addr]
+        return None
