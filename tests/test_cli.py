@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -199,3 +200,52 @@ def test_golden_out_folder_missing(tmp_path, capsys):
                  "--out", str(out)])
     assert code == 2
     assert str(out) in capsys.readouterr().err
+
+
+# --- model / run shield ------------------------------------------------------------------------
+
+SHIELD_TRACE = "configs/traces/shield_small.yaml"
+
+
+def test_model_shield_json(capsys):
+    assert main(["model", "shield", "--config", "shield_small", "--trace", SHIELD_TRACE,
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    for key in ("refresh_counts", "p_base", "p_shield", "eta"):
+        assert key in result
+    assert result["refresh_counts"]["refreshless"] == 0
+    assert 0 < result["eta"] < 1
+
+
+def test_run_shield_matches_model(tmp_path, capsys):
+    out = tmp_path / "run.json"
+    assert main(["run", "shield", "--config", "shield_small", "--trace", SHIELD_TRACE,
+                 "--out", str(out)]) == 0
+    rtl = json.loads(out.read_text())
+    assert rtl["rtl"]["data_errors"] == 0
+    # Refresh stalls lengthen the RTL run a little; power (counts / time) agrees within 1 %.
+    assert abs(rtl["p_shield"] / rtl["model"]["p_shield"] - 1) < 0.01
+    assert abs(rtl["eta"] - rtl["model"]["eta"]) < 0.01
+
+
+@pytest.mark.parametrize("trace, words", [
+    ("steps: [{op: fly}]\n", ["op", "write, read"]),
+    ("steps: [{op: read, class: qo, addr: 0, words: 1}]\n", ["reads qo words", "written"]),
+    ("seed: 1\n", ["missing key 'steps'"]),
+])
+def test_shield_bad_trace(tmp_path, capsys, trace, words):
+    path = tmp_path / "t.yaml"
+    path.write_text(trace)
+    out = tmp_path / "run.json"
+    for argv in (["model", "shield", "--config", "shield_small", "--trace", str(path)],
+                 ["run", "shield", "--config", "shield_small", "--trace", str(path),
+                  "--out", str(out)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert all(w in err for w in words), err
+    assert not out.exists()
+
+
+def test_model_shield_wrong_unit(capsys):
+    assert main(["model", "shield", "--config", "dplena16", "--trace", SHIELD_TRACE]) == 2
+    assert "is for unit 'dplena', not 'shield'" in capsys.readouterr().err
