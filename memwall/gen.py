@@ -99,6 +99,24 @@ def _core(cfg, top: str, files: list[str]) -> str:
             f"    toplevel: {top}\n")
 
 
+#: Folders that flows write into build/<config>/; kept across re-generation of the same RTL.
+RESULT_FOLDERS = ("synth",)
+
+
+def _keep_results(final: Path, staging: Path, hashes: dict) -> None:
+    """Carry flow results over when the RTL is byte-identical; they are stale otherwise."""
+    try:
+        old = json.loads((final / "manifest.json").read_text())["files"]
+    except (OSError, ValueError, KeyError):
+        return
+    rtl = {k: v for k, v in hashes.items() if k.startswith("rtl/")}
+    if {k: v for k, v in old.items() if k.startswith("rtl/")} != rtl:
+        return
+    for folder in RESULT_FOLDERS:
+        if (final / folder).is_dir():
+            (final / folder).rename(staging / folder)
+
+
 def generate(cfg, out_root: Path = Path("build")) -> Path:
     """Write ``out_root/<cfg.name>/``; returns that folder."""
     design, top = build_design(cfg)
@@ -136,6 +154,7 @@ def generate(cfg, out_root: Path = Path("build")) -> Path:
         text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
         (staging / "manifest.json").write_text(text)
         staging.chmod(0o755)
+        _keep_results(final, staging, hashes)
         # Swap by renames, so the previous output survives until the new one is in place.
         previous = final.with_name(f".{cfg.name}.previous") if final.exists() else None
         if previous:

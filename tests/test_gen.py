@@ -294,3 +294,15 @@ def test_lint_dplena2048(out2048):
     print(f"verilator --lint-only dplena2048: {seconds:.1f} s")
     assert run.returncode == 0, log[-5000:]
     assert "%Error" not in log
+
+
+def test_flow_results_survive_regeneration_of_the_same_rtl(tmp_path):
+    cfg = load_config("dplena16")
+    out = generate(cfg, tmp_path)
+    (out / "synth" / "asap7").mkdir(parents=True)
+    (out / "synth" / "asap7" / "metrics.json").write_text("{}")
+    generate(cfg, tmp_path)                                  # same RTL: results kept
+    assert (out / "synth" / "asap7" / "metrics.json").exists()
+    wider = dataclasses.replace(cfg, vlen=32)                # different RTL: results dropped
+    out32 = generate(wider, tmp_path)
+    assert out32 == out and not (out / "synth").exists()

