@@ -71,14 +71,17 @@ async def elementwise_ops(dut):
     rng = np.random.default_rng(cocotb.RANDOM_SEED)
     cases = []
     # exp of every BF16 input (the golden model's error bound is measured on the same set)
-    for a in _chunks(ALL_BF16, lanes):
+    representative = tb_params().get("representative", False)
+    for a in [] if representative else _chunks(ALL_BF16, lanes):
         cases.append(({"op": EwOp.EXP}, {"a": a, "b": a}, EW_GOLDEN[EwOp.EXP](a, a)))
-    kinds = ("random", "wide", "specials", "denormal", "nan", "ties", "zeros")
+    # The power workload keeps to logits-like operands; verification adds every corner case.
+    kinds = ("random",) if representative else (
+        "random", "wide", "specials", "denormal", "nan", "ties", "zeros")
     for _ in range(tb_params().get("vectors_per_op", 60)):
         for op in (EwOp.ADD, EwOp.SUB, EwOp.MUL):
             a = bf16_vector(rng, lanes, str(rng.choice(kinds)))
             b = bf16_vector(rng, lanes, str(rng.choice(kinds)))
-            if rng.random() < 0.3:            # near-equal operands: cancellation, rounding ties
+            if not representative and rng.random() < 0.3:   # cancellation, rounding ties
                 b = (a ^ rng.integers(0, 4, lanes, dtype=np.uint16)).astype(np.uint16)
             scalar = int(bf16_vector(rng, 1, str(rng.choice(kinds)))[0])
             scalar_b = bool(rng.random() < 0.4)
