@@ -122,9 +122,9 @@ def cmd_synth(args) -> None:
 
 #: What `memwall report --run` synthesises before writing the tables: config x PDK.
 REPORT_MATRIX = {
-    "asap7": ["dplena16", "dplena64", "dplena512", "dplena1024", "dplena2048", "shield_small"],
-    "sky130hd": ["dplena16", "dplena64", "dplena512", "shield_small"],
-    "nangate45": ["dplena16", "dplena64", "dplena512", "shield_small"],
+    "asap7": ["dplena64", "dplena512", "dplena1024", "dplena2048", "shield_small"],
+    "sky130hd": ["dplena64", "dplena512", "shield_small"],
+    "nangate45": ["dplena64", "dplena512", "shield_small"],
 }
 
 
