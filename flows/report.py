@@ -165,6 +165,12 @@ def write_report(build_root: Path = BUILD_ROOT, out: Path = REPORTS) -> Path:
                                   ("internal", "switching", "leakage", "total")),
           r["activity_source"], f"`{r['command']}`"] for r in rows]))
 
+    md.append("\n## Flow cost (this 2-core machine)\n\n")
+    md.append(_table(["config", "pdk", "synthesis s", "synthesis peak RSS MB", "whole flow s"],
+                     [[r["config"], r["pdk"], r.get("synth", {}).get("runtime_s"),
+                       r.get("synth", {}).get("peak_rss_mb"), r.get("flow_runtime_s")]
+                      for r in rows]))
+
     paper_rows = []
     for r in rows:
         vlen = r["parameters"].get("vlen")
