@@ -91,7 +91,8 @@ def simulate(component, top_name: str, test_module: str, params: dict | None = N
         setup_verilator()
     if seed is None:
         seed = int(os.environ.get("COCOTB_RANDOM_SEED", random.SystemRandom().randrange(2**31)))
-    tag = test_module.rsplit(".", 1)[-1] + (f"-{testcase}" if testcase else "")
+    tag = test_module.rsplit(".", 1)[-1] + (f"-{testcase}" if testcase else "") \
+        + ("-waves" if keep_waves else "")   # power runs never share a build with a test
     build_dir, source = _write_sources(component, top_name, sim, tag)
     build_args = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC"] if sim == "verilator" else []
     runner = get_runner(sim)
