@@ -1,0 +1,39 @@
+"""Metric gates (like ORFS rules-base.json): the flow on small configs must not regress.
+
+``flows/gates.json`` holds, per ``<config>/<pdk>``, the committed area, WNS and power with a
+tolerance each. Area and power may not grow beyond their tolerance, WNS may not get worse;
+a change that improves a figure by more than the tolerance also fails, so the committed values
+are updated with it (``python -m memwall.flows.gates`` rewrites them from build/).
+"""
+
+import json
+from pathlib import Path
+
+from memwall.flows.flow import run_flow
+
+GATES = json.loads((Path(__file__).resolve().parents[1] / "flows" / "gates.json").read_text())
+
+
+def test_flow_metrics_within_gates(tmp_path):
+    # One test, gates in turn: the flows share their power-workload simulations.
+    for key in sorted(GATES["gates"]):
+        _check_gate(key, tmp_path)
+
+
+def _check_gate(key: str, build_root: Path) -> None:
+    config, pdk = key.split("/")
+    gate = GATES["gates"][key]
+    tol = GATES["tolerance"]
+    metrics = run_flow(config, pdk, build_root=build_root, progress=lambda *_: None)
+
+    area, power, wns = metrics["area_um2"], metrics["power_mw"]["total"], metrics["wns_ns"]
+    assert area <= gate["area_um2"] * (1 + tol["area"]), f"{key}: area grew to {area:.1f} um2"
+    assert area >= gate["area_um2"] * (1 - tol["area"]), \
+        f"{key}: area fell to {area:.1f} um2: update flows/gates.json"
+    assert power <= gate["power_mw"] * (1 + tol["power"]), f"{key}: power grew to {power:.3f}"
+    assert power >= gate["power_mw"] * (1 - tol["power"]), \
+        f"{key}: power fell to {power:.3f} mW: update flows/gates.json"
+    assert wns >= gate["wns_ns"] - tol["wns_ns"], f"{key}: WNS worsened to {wns:.3f} ns"
+    assert wns <= gate["wns_ns"] + tol["wns_ns"], \
+        f"{key}: WNS improved to {wns:.3f} ns: update flows/gates.json"
+    assert metrics["activity_source"].startswith("cocotb power workload")
