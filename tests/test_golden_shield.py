@@ -149,9 +149,9 @@ def random_trace(cfg, rng, n_steps):
 
 SMALL_CONFIGS = [
     dict(kv_words=23, qo_words=17, row_words=4, t_std_us=13, t_rel_us=37),   # a mixed row
-    dict(kv_words=24, qo_words=16, row_words=4, t_std_us=10, t_rel_us=29),   # T_std == rows
+    dict(kv_words=24, qo_words=16, row_words=4, t_std_us=11, t_rel_us=29),   # T_std = rows + 1
     dict(kv_words=9, qo_words=0, row_words=2, t_std_us=7, t_rel_us=7),
-    dict(kv_words=11, qo_words=6, row_words=1, t_std_us=17, t_rel_us=45),
+    dict(kv_words=11, qo_words=6, row_words=1, t_std_us=18, t_rel_us=45),
     dict(kv_words=5, qo_words=3, row_words=16, t_std_us=3, t_rel_us=8),      # one row only
     dict(kv_words=30, qo_words=10, row_words=3, t_std_us=9.5, t_rel_us=31, clock_mhz=2),
 ]
