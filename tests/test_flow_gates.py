@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from memwall.flows.flow import run_flow
 from memwall.flows.pdk import PdkError, find_pdk
 
