@@ -275,15 +275,11 @@ def _vars(scope) -> list[tuple[str, str]]:
 
 def save_activity(activity: dict, path: Path) -> Path:
     """Write an activity dict as JSON (atomically), for a later :func:`load_activity`."""
-    import json
-    import os
+    from memwall.files import write_json_atomic
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(activity, sort_keys=True))
-    os.replace(tmp, path)
-    return path
+    return write_json_atomic(path, activity, indent=None)
 
 
 def load_activity(path: Path) -> dict:

@@ -8,11 +8,11 @@ in :mod:`memwall.flows.synth` (Yosys, one run per unique module), :mod:`memwall.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
 from memwall.config import load_config
+from memwall.files import write_json_atomic
 from memwall.gen import generate
 
 from .pdk import find_pdk
@@ -28,12 +28,6 @@ class FlowError(RuntimeError):
 
 def metrics_path(config: str, pdk: str, build_root: Path = BUILD_ROOT) -> Path:
     return build_root / config / "synth" / pdk / "metrics.json"
-
-
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
 
 
 def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs: int = 2,
@@ -83,7 +77,7 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
         "flow_runtime_s": round(time.perf_counter() - start, 1),
         "command": f"make synth CONFIG={cfg.name} PDK={pdk.name}",
     }
-    _write_json(out_dir / "metrics.json", metrics)
+    write_json_atomic(out_dir / "metrics.json", metrics)
     progress(f"memwall synth: {cfg.name}/{pdk.name}: {metrics['area_um2'] / 1e6:.4f} mm^2, "
              f"WNS {metrics['wns_ns']:.3f} ns, {metrics['power_mw']['total']:.2f} mW "
              f"-> {out_dir / 'metrics.json'}")

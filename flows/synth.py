@@ -54,6 +54,8 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
+from memwall.files import write_json_atomic
+
 from .flow import FlowError
 from .pdk import Pdk
 
@@ -427,12 +429,6 @@ def subtree_areas(hierarchy: dict[str, dict[str, int]], own: dict[str, float]) -
     return memo
 
 
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-
-
 def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, jobs: int = 2,
                progress=print) -> dict:
     """Synthesise every unique module of a generated design once, hierarchically.
@@ -583,7 +579,7 @@ def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, j
         "top": top,
         "modules": len(modules),
     }
-    _write_json(out_dir / "area.json", result)
+    write_json_atomic(out_dir / "area.json", result)
     progress(f"synth: {top} {total / 1e6:.4f} mm^2, {result['cells']} cells, "
              f"{result['runtime_s']:.0f} s, peak RSS {result['peak_rss_mb']:.0f} MB")
     return result

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from memwall.config import ConfigError, available_configs, load_config
+from memwall.flows.pdk import PLATFORMS
 
 __all__ = ["main"]
 
@@ -72,18 +73,12 @@ def _shield_inputs(args):
 
 
 def _write_json(path: str, result: dict) -> None:
-    import json
-    import os
-    import tempfile
+    from memwall.files import write_json_atomic
 
     out = Path(path)
     if not out.parent.is_dir():
         raise UsageError(f"--out {out}: folder {out.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    with os.fdopen(fd, "w") as f:
-        json.dump(result, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, out)
+    write_json_atomic(out, result)
 
 
 def cmd_model_shield(args) -> None:
@@ -172,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     synth = sub.add_parser("synth", help="synthesis, timing and power of a config on a PDK")
     synth.add_argument("config", help="config name or .yaml path")
-    synth.add_argument("--pdk", required=True, choices=["asap7", "sky130hd", "nangate45"],
+    synth.add_argument("--pdk", required=True, choices=sorted(PLATFORMS),
                        help="platform under $MEMWALL_PDK_ROOT (default ../shared/pdk)")
     synth.add_argument("--jobs", type=int, default=2, help="parallel Yosys runs (default 2)")
     synth.add_argument("--no-activity", action="store_true",
