@@ -139,13 +139,10 @@ class Design:
         self._emitting: list[str] = []         # modules being built, innermost last
         #: parent module -> {child module: instances of it in one parent}
         self.children: dict[str, dict[str, int]] = {}
-        self.tops: list[str] = []
 
     # -- building --------------------------------------------------------------------------------
     def add_top(self, component, name: str) -> ModuleInfo:
-        info = self._emit(component, name)
-        self.tops.append(name)
-        return info
+        return self._emit(component, name)
 
     def module_for(self, component) -> ModuleInfo:
         component._MustUse__silence = True  # stands for its deduplicated module, never elaborated
