@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from .formats import BF16, round_to_bf16
-from .fparith import bf16_key, fp32_to_bf16, fp_sub, reduce_max_idx, reduce_sum
+from .formats import BF16, FP32, round_to_bf16
+from .fparith import bf16_key, fp32_to_bf16, fp_add, fp_mul, fp_sub, reduce_max_idx, reduce_sum
 from .mxfp8 import dequantize, quantize
 from .transcendental import bf16_exp, bf16_recip
 
@@ -57,6 +57,8 @@ __all__ = [
     "masked_select",
     "method1_confidence",
     "method2_confidence_hw",
+    "online_confidence_hw",
+    "STABLE_MAX_MODES",
     "prepare_logits",
     "sample_step_hw",
     "sample_step_reference",
@@ -69,6 +71,8 @@ NEG_INF_BF16 = 0xFF80
 LOGITS_FORMATS = ("bf16", "mxfp8", "mxfp8_e4m3")
 """Accepted ``fmt`` of :func:`prepare_logits` (``mxfp8_e4m3`` is the config's spelling)."""
 _INT32_MAX = np.iinfo(np.int32).max
+STABLE_MAX_MODES = ("two_pass", "fused")
+"""``stable_max`` structures of the sampling core (config key of the same name)."""
 
 
 # --- LLaDA schedule -----------------------------------------------------------------------------
@@ -165,6 +169,65 @@ def method2_confidence_hw(logits_bf16_bits, vlen: int) -> tuple[np.ndarray, np.n
     s = reduce_sum(e, vlen)
     conf = bf16_recip(fp32_to_bf16(s))
     return np.asarray(x0, dtype=np.int64), np.asarray(conf, dtype=np.uint16)
+
+
+def online_confidence_hw(logits_bf16_bits, vlen: int, v_chunk: int):
+    """Fused (online-softmax) confidence exactly as the core's ``stable_max: fused`` program.
+
+    One pass over the row in chunks of ``v_chunk`` elements (the prefetch unit), carrying a
+    running max ``m`` (BF16, init -inf), its index and an FP32 running sum ``s`` (init +0).
+    Per chunk ``c`` (the instructions of :func:`memwall.hdl.dplena.program.generate`):
+
+    1. ``(mc, ic) = V_RED_MAX_IDX(c)``; ``S_MAX_IDX_F``: if ``key(mc) > key(m)`` (strict) then
+       ``m = mc`` and ``idx = base + ic`` -- so the first maximal index wins, as in two-pass.
+    2. ``s = fp32(s * widen(e^(m_old - m)))`` with ``m_old - m`` and ``e^`` in BF16 (FP unit).
+    3. ``s = fp32(s + V_RED_SUM(e^(c - m)))``, the chunk's exponentials in BF16.
+
+    Finally ``conf = 1 / bf16(s)``. ``x0`` equals two-pass's bit for bit; ``conf`` differs from
+    it only by rounding (the rescale and the per-chunk sums). A chunk of only ``-inf`` before any
+    finite value gives ``-inf - -inf = NaN``, so the confidence is NaN (two-pass gives a finite
+    value there); MXFP8 logits cannot hold ``-inf``.
+
+    Parameters
+    ----------
+    logits_bf16_bits : array_like of uint16, shape (..., V)
+    vlen : int
+    v_chunk : int
+        Elements per chunk, a multiple of ``vlen``; the last chunk may be partial.
+
+    Returns
+    -------
+    x0 : np.ndarray of int64, shape (...)
+    conf_bits : np.ndarray of uint16, shape (...)
+    """
+    z = np.asarray(logits_bf16_bits)
+    if z.dtype != np.uint16 or z.ndim < 1 or z.shape[-1] < 1:
+        raise ValueError(f"logits_bf16_bits: expected uint16 (..., V) with V >= 1, got "
+                         f"{z.dtype} {z.shape}")
+    if v_chunk < 1 or v_chunk % vlen:
+        raise ValueError(f"v_chunk: {v_chunk} must be a positive multiple of vlen ({vlen})")
+    lead = z.shape[:-1]
+    m = np.full(lead, NEG_INF_BF16, dtype=np.uint16)
+    idx = np.zeros(lead, dtype=np.int64)
+    s = np.zeros(lead, dtype=np.uint32)
+    for base in range(0, z.shape[-1], v_chunk):
+        chunk = z[..., base:base + v_chunk]
+        mc, ic = reduce_max_idx(chunk, vlen)
+        mc = np.asarray(mc, dtype=np.uint16)
+        take = bf16_key(mc) > bf16_key(m)
+        m_old = m
+        m = np.where(take, mc, m).astype(np.uint16)
+        idx = np.where(take, base + np.asarray(ic, dtype=np.int64), idx)
+        scale = bf16_exp(fp_sub(m_old, m, BF16))
+        s = fp_mul(s, _widen(scale), FP32)
+        e = bf16_exp(fp_sub(chunk, np.broadcast_to(m[..., None], chunk.shape), BF16))
+        s = fp_add(s, np.asarray(reduce_sum(e, vlen), dtype=np.uint32), FP32)
+    conf = bf16_recip(fp32_to_bf16(s))
+    return idx, np.asarray(conf, dtype=np.uint16)
+
+
+def _widen(bf16_bits) -> np.ndarray:
+    return np.asarray(bf16_bits, dtype=np.uint32) << np.uint32(16)
 
 
 # --- top-k and select -----------------------------------------------------------------------------
@@ -285,7 +348,9 @@ def sample_step_reference(logits, x, mask_id: int, k) -> dict[str, np.ndarray]:
     return {"x": x_new, "x0": x0, "confidence": confidence, "transfer": transfer}
 
 
-def sample_step_hw(logits_bf16_bits, x, mask_id: int, k, vlen: int) -> dict[str, np.ndarray]:
+def sample_step_hw(logits_bf16_bits, x, mask_id: int, k, vlen: int, *,
+                   stable_max: str = "two_pass", v_chunk: int | None = None
+                   ) -> dict[str, np.ndarray]:
     """One sampling step as the d-PLENA NPU executes it (Algorithm 2, phases 1-4), bit-exact.
 
     Parameters
@@ -299,6 +364,11 @@ def sample_step_hw(logits_bf16_bits, x, mask_id: int, k, vlen: int) -> dict[str,
         Tokens to transfer per row (``k_scalar`` of ``V_TOPK_MASK``).
     vlen : int
         Vector lanes.
+    stable_max : {"two_pass", "fused"}
+        ``two_pass``: :func:`method2_confidence_hw` (independent of the chunking);
+        ``fused``: :func:`online_confidence_hw` over chunks of ``v_chunk``.
+    v_chunk : int, optional
+        Chunk of the fused pass (required for ``fused``).
 
     Returns
     -------
@@ -314,6 +384,10 @@ def sample_step_hw(logits_bf16_bits, x, mask_id: int, k, vlen: int) -> dict[str,
     x = np.asarray(x)
     _check_step_shapes(z.shape, x)
     k = _as_k(k, z.shape[0])
+    if stable_max not in STABLE_MAX_MODES:
+        raise ValueError(f"stable_max: {stable_max!r}; allowed: {', '.join(STABLE_MAX_MODES)}")
+    if stable_max == "fused" and v_chunk is None:
+        raise ValueError("stable_max 'fused' needs v_chunk")
     x32 = _as_int32(x, "x")
     mask_id32 = _as_int32(np.asarray(mask_id), "mask_id")
     m_idx = x32 == mask_id32                      # Algorithm 2 line 5
@@ -324,7 +398,7 @@ def sample_step_hw(logits_bf16_bits, x, mask_id: int, k, vlen: int) -> dict[str,
     transfer = np.zeros(x32.shape, dtype=bool)
     conf_out = np.empty(x32.shape, dtype=np.uint16)
     for b in range(n_rows):
-        sram_fp, sram_int = _phase1_2(z[b], vlen)
+        sram_fp, sram_int = _phase1_2(z[b], vlen, stable_max, v_chunk)
         x0_p = _phase3_map(sram_fp)
         transfer[b] = topk_mask(x0_p[None], m_idx[b][None], k[b:b + 1])[0]
         x0_out[b], x_out[b] = _phase4(sram_int, m_idx[b], transfer[b], x32[b])
@@ -335,14 +409,18 @@ def sample_step_hw(logits_bf16_bits, x, mask_id: int, k, vlen: int) -> dict[str,
             "confidence": confidence, "transfer": transfer}
 
 
-def _phase1_2(z_row: np.ndarray, vlen: int) -> tuple[np.ndarray, np.ndarray]:
+def _phase1_2(z_row: np.ndarray, vlen: int, stable_max: str = "two_pass",
+              v_chunk: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """PHASE 1 (HBM -> Vector -> Scalar) and PHASE 2 (Scalar stores) for one batch row.
 
     For every position l: Method 2 gives ``x0_p_scalar`` (FP reg) and ``V_RED_MAX_IDX`` gives
     ``x0_scalar`` (GP reg) from the same max reduction; ``S_ST_FP`` / ``S_ST_INT`` store them at
     ``SRAM_FP[l]`` / ``SRAM_INT[l]``. Positions are independent, so all L are computed at once.
     """
-    x0_scalar, x0_p_scalar = method2_confidence_hw(z_row, vlen)
+    if stable_max == "fused":
+        x0_scalar, x0_p_scalar = online_confidence_hw(z_row, vlen, v_chunk)
+    else:
+        x0_scalar, x0_p_scalar = method2_confidence_hw(z_row, vlen)
     sram_fp = np.asarray(x0_p_scalar, dtype=np.uint16)       # BF16 FP SRAM
     sram_int = _as_int32(x0_scalar, "x0")                     # INT32 INT SRAM
     return sram_fp, sram_int

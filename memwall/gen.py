@@ -25,7 +25,7 @@ __all__ = ["generate", "build_design", "TOP_BUILDERS"]
 
 # unit name -> "module:function" returning (top name, top component) for a config
 TOP_BUILDERS = {
-    "dplena": "memwall.hdl.dplena.datapath:build_top",
+    "dplena": "memwall.hdl.dplena.core:build_top",
     "shield": "memwall.hdl.shield.controller:build_top",
 }
 

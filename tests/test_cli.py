@@ -15,7 +15,7 @@ from memwall.cli import main
 from memwall.config import available_configs, load_config
 
 MASK_ID = 126336          # LLaDA's mask token, outside the vocabulary used here
-B, L, V = 2, 8, 50        # L = block_len of dplena16
+B, L, V = 2, 8, 50        # L = block_len of dplena32
 OUTPUT_DTYPES = {"x": np.int64, "x0": np.int64, "confidence": np.float32, "transfer": np.bool_}
 
 
@@ -31,7 +31,7 @@ def _workload(seed: int = 1) -> dict[str, np.ndarray]:
 def _golden(tmp_path, arrays, *extra: str) -> tuple[int, Path]:
     inputs, out = tmp_path / "in.npz", tmp_path / "out.npz"
     np.savez(inputs, **arrays)
-    code = main(["golden", "dplena", "--config", "dplena16", "--inputs", str(inputs),
+    code = main(["golden", "dplena", "--config", "dplena32", "--inputs", str(inputs),
                  "--out", str(out), *extra])
     return code, out
 
@@ -39,8 +39,8 @@ def _golden(tmp_path, arrays, *extra: str) -> tuple[int, Path]:
 # --- gen ---------------------------------------------------------------------------------------
 
 def test_gen_writes_config(tmp_path, capsys):
-    assert main(["gen", "dplena16", "--out", str(tmp_path)]) == 0
-    out = tmp_path / "dplena16"
+    assert main(["gen", "dplena32", "--out", str(tmp_path)]) == 0
+    out = tmp_path / "dplena32"
     modules = len(list((out / "rtl").glob("*.v")))
     assert modules > 0 and (out / "manifest.json").is_file()
     assert f"({modules} modules)" in capsys.readouterr().out
@@ -98,7 +98,7 @@ def test_golden_dplena(tmp_path, capsys, fmt):
     for key, dtype in OUTPUT_DTYPES.items():
         assert got[key].dtype == dtype and got[key].shape == (B, L), key
 
-    cfg = load_config("dplena16")
+    cfg = load_config("dplena32")
     want = golden.sample_step_hw(golden.prepare_logits(arrays["logits"], fmt), arrays["x"],
                                  MASK_ID, arrays["k"], cfg.vlen)
     for key in OUTPUT_DTYPES:
@@ -125,8 +125,8 @@ def test_golden_logits_format_is_used(tmp_path):
             results[fmt] = f["confidence"]
     # MXFP8 has 3 mantissa bits against BF16's 7: the confidences must differ somewhere.
     assert not np.array_equal(results["bf16"], results["mxfp8"])
-    # Without the flag, the config's logits_format (dplena16: mxfp8_e4m3) applies.
-    assert load_config("dplena16").logits_format == "mxfp8_e4m3"
+    # Without the flag, the config's logits_format (dplena32: mxfp8_e4m3) applies.
+    assert load_config("dplena32").logits_format == "mxfp8_e4m3"
     assert np.array_equal(results[None], results["mxfp8"])
 
 
@@ -177,7 +177,7 @@ def test_golden_bad_inputs(tmp_path, capsys, case):
 
 def test_golden_missing_inputs_file(tmp_path, capsys):
     out = tmp_path / "out.npz"
-    code = main(["golden", "dplena", "--config", "dplena16", "--inputs",
+    code = main(["golden", "dplena", "--config", "dplena32", "--inputs",
                  str(tmp_path / "absent.npz"), "--out", str(out)])
     assert code == 2
     assert "absent.npz" in capsys.readouterr().err
@@ -196,7 +196,7 @@ def test_golden_unknown_config(tmp_path, capsys):
 def test_golden_out_folder_missing(tmp_path, capsys):
     out = tmp_path / "no" / "out.npz"
     np.savez(tmp_path / "in.npz", **_workload())
-    code = main(["golden", "dplena", "--config", "dplena16", "--inputs", str(tmp_path / "in.npz"),
+    code = main(["golden", "dplena", "--config", "dplena32", "--inputs", str(tmp_path / "in.npz"),
                  "--out", str(out)])
     assert code == 2
     assert str(out) in capsys.readouterr().err
@@ -247,5 +247,5 @@ def test_shield_bad_trace(tmp_path, capsys, trace, words):
 
 
 def test_model_shield_wrong_unit(capsys):
-    assert main(["model", "shield", "--config", "dplena16", "--trace", SHIELD_TRACE]) == 2
+    assert main(["model", "shield", "--config", "dplena32", "--trace", SHIELD_TRACE]) == 2
     assert "is for unit 'dplena', not 'shield'" in capsys.readouterr().err

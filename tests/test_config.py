@@ -29,7 +29,7 @@ def _error(path) -> str:
 
 def test_shipped_configs_are_listed():
     names = available_configs()
-    assert set(PAPER_VLENS) | {"dplena16", "dplena64"} <= set(names)
+    assert set(PAPER_VLENS) | {"dplena32", "dplena64"} <= set(names)
     assert names == sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
 
 
@@ -55,11 +55,11 @@ def test_paper_configs(name, vlen):
 
 
 def test_config_is_frozen():
-    cfg = load_config("dplena16")
+    cfg = load_config("dplena32")
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.vlen = 32
-    assert load_config("dplena16").vlen == 16
-    assert hash(cfg) == hash(load_config("dplena16"))  # usable as a cache key
+    assert load_config("dplena32").vlen == 32
+    assert hash(cfg) == hash(load_config("dplena32"))  # usable as a cache key
 
 
 # --- configs given as a path -------------------------------------------------------------------
@@ -87,7 +87,7 @@ def test_config_dir_argument(tmp_path):
     assert available_configs(tmp_path) == ["tiny"]
     assert load_config("tiny", config_dir=tmp_path).vlen == 8
     with pytest.raises(ConfigError, match="available configs: tiny"):
-        load_config("dplena16", config_dir=tmp_path)
+        load_config("dplena32", config_dir=tmp_path)
 
 
 def test_unknown_config_name_lists_available():

@@ -1,6 +1,6 @@
 """``memwall.flows.synth``: hierarchical Yosys synthesis, area accounting, memories, failures.
 
-dplena16 is synthesised once per PDK (asap7 ~70 s, sky130hd ~30 s with 2 jobs); everything else
+dplena32 is synthesised once per PDK (asap7 ~70 s, sky130hd ~30 s with 2 jobs); everything else
 uses designs of one or two small modules.
 """
 
@@ -37,18 +37,18 @@ def _pdk(name):
 
 
 @pytest.fixture(scope="module")
-def gen16(tmp_path_factory):
-    return generate(load_config("dplena16"), out_root=tmp_path_factory.mktemp("gen16"))
+def gen32(tmp_path_factory):
+    return generate(load_config("dplena32"), out_root=tmp_path_factory.mktemp("gen32"))
 
 
 @pytest.fixture(scope="module", params=["asap7", "sky130hd"])
-def synth16(request, gen16, tmp_path_factory):
-    """(gen dir, pdk, out dir, result) for dplena16 on one PDK."""
+def synth16(request, gen32, tmp_path_factory):
+    """(gen dir, pdk, out dir, result) for dplena32 on one PDK."""
     pdk = _pdk(request.param)
     out = tmp_path_factory.mktemp(f"synth16_{pdk.name}")
     lines = []
-    result = synthesize(gen16, pdk, PERIOD_NS, out, jobs=2, progress=lines.append)
-    return gen16, pdk, out, result, lines
+    result = synthesize(gen32, pdk, PERIOD_NS, out, jobs=2, progress=lines.append)
+    return gen32, pdk, out, result, lines
 
 
 def _manifest(gen_dir):
@@ -59,7 +59,7 @@ def _cell_types(netlist_text: str) -> collections.Counter:
     return collections.Counter(m.group(1).lstrip("\\") for m in CELL_LINE.finditer(netlist_text))
 
 
-# -- dplena16 -----------------------------------------------------------------------------------
+# -- dplena32 -----------------------------------------------------------------------------------
 def test_every_module_gets_a_netlist_and_a_complete_log(synth16):
     gen_dir, pdk, out, result, lines = synth16
     manifest = _manifest(gen_dir)
@@ -113,7 +113,7 @@ def test_area_adds_up(synth16):
 
 def test_lane_areas_are_plausible(synth16):
     # Measured (1 ns target, ORFS dont_use lists): FP32 adder 129 um^2 / 1254 cells on ASAP7,
-    # 7131 um^2 / 1132 cells on sky130hd; BF16 multiplier 85 / 4861 um^2; dplena16 in total
+    # 7131 um^2 / 1132 cells on sky130hd; BF16 multiplier 85 / 4861 um^2; dplena32 in total
     # 7465 um^2 on ASAP7 and 0.42 mm^2 on sky130hd.
     _, pdk, _, result, _ = synth16
     by_module = result["area_by_module"]

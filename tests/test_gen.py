@@ -27,9 +27,9 @@ FLOW_FILES = {"filelist.f", "constraint.sdc", "config.mk", "manifest.json"}
 
 
 @pytest.fixture(scope="module")
-def out16(tmp_path_factory):
-    """dplena16, generated once; tests only read it."""
-    return generate(load_config("dplena16"), out_root=tmp_path_factory.mktemp("gen16"))
+def out32(tmp_path_factory):
+    """dplena32, generated once; tests only read it."""
+    return generate(load_config("dplena32"), out_root=tmp_path_factory.mktemp("gen32"))
 
 
 @pytest.fixture(scope="module")
@@ -62,37 +62,37 @@ def _instantiated(text: str, modules) -> set[str]:
 
 # --- outputs -----------------------------------------------------------------------------------
 
-def test_outputs_exist(out16):
-    assert out16.name == "dplena16"
-    rtl = sorted(p.relative_to(out16).as_posix() for p in (out16 / "rtl").glob("*.v"))
+def test_outputs_exist(out32):
+    assert out32.name == "dplena32"
+    rtl = sorted(p.relative_to(out32).as_posix() for p in (out32 / "rtl").glob("*.v"))
     assert f"rtl/{TOP}.v" in rtl
-    assert set(_tree(out16)) == FLOW_FILES | {"dplena16.core"} | set(rtl)
+    assert set(_tree(out32)) == FLOW_FILES | {"dplena32.core"} | set(rtl)
     # filelist.f: every rtl file once, paths relative to the output folder.
-    files = _filelist(out16)
+    files = _filelist(out32)
     assert sorted(files) == rtl and len(files) == len(set(files))
-    assert all((out16 / f).is_file() for f in files)
+    assert all((out32 / f).is_file() for f in files)
 
 
-def test_filelist_is_in_dependency_order(out16):
-    files = _filelist(out16)
+def test_filelist_is_in_dependency_order(out32):
+    files = _filelist(out32)
     modules = [f.removeprefix("rtl/").removesuffix(".v") for f in files]
     assert modules[-1] == TOP
     for i, f in enumerate(files):
-        used = _instantiated((out16 / f).read_text(), modules)
+        used = _instantiated((out32 / f).read_text(), modules)
         later = used - set(modules[:i])
         assert not later, f"{f} instantiates {sorted(later)}, listed after it"
 
 
-def test_each_file_defines_its_module(out16):
-    for path in (out16 / "rtl").glob("*.v"):
+def test_each_file_defines_its_module(out32):
+    for path in (out32 / "rtl").glob("*.v"):
         names = MODULE_DEF.findall(path.read_text())
         # Amaranth's own (not deduplicated) submodules stay in their parent's file as parent.x
         assert path.stem in names
         assert all(n == path.stem or n.startswith(path.stem + ".") for n in names)
 
 
-def test_constraint_clock_period(out16, tmp_path):
-    sdc = out16.joinpath("constraint.sdc").read_text()
+def test_constraint_clock_period(out32, tmp_path):
+    sdc = out32.joinpath("constraint.sdc").read_text()
     assert re.search(r"^set clk_period 1\n", sdc, re.M)
     assert "create_clock -name clk -period $clk_period [get_ports clk]" in sdc
     cfg_path = tmp_path / "slow16.yaml"
@@ -103,84 +103,84 @@ def test_constraint_clock_period(out16, tmp_path):
     assert re.search(r"^export CLOCK_PERIOD_NS = 1\.25$", (out / "config.mk").read_text(), re.M)
     # The clock changes the constraints only, not the RTL.
     assert {k: v for k, v in _tree(out).items() if k.startswith("rtl/")} == \
-           {k: v for k, v in _tree(out16).items() if k.startswith("rtl/")}
+           {k: v for k, v in _tree(out32).items() if k.startswith("rtl/")}
 
 
-def test_config_mk(out16):
-    text = out16.joinpath("config.mk").read_text()
+def test_config_mk(out32):
+    text = out32.joinpath("config.mk").read_text()
     assert re.search(rf"^export DESIGN_NAME = {TOP}$", text, re.M)
-    assert re.search(r"^export DESIGN_NICKNAME = dplena16$", text, re.M)
+    assert re.search(r"^export DESIGN_NICKNAME = dplena32$", text, re.M)
     listed = re.findall(r"\$\(DESIGN_DIR\)/(rtl/\S+\.v)", text)
-    assert listed == _filelist(out16)
+    assert listed == _filelist(out32)
 
 
-def test_config_mk_resolves_from_anywhere(out16, tmp_path):
+def test_config_mk_resolves_from_anywhere(out32, tmp_path):
     """``include``d from another folder (as ORFS does), every VERILOG_FILES entry exists."""
     if shutil.which("make") is None:
         pytest.skip("make not installed")
     (tmp_path / "Makefile").write_text(
-        f"include {out16 / 'config.mk'}\nshow:\n\t@echo $(VERILOG_FILES)\n\t@echo $(SDC_FILE)\n")
+        f"include {out32 / 'config.mk'}\nshow:\n\t@echo $(VERILOG_FILES)\n\t@echo $(SDC_FILE)\n")
     run = subprocess.run(["make", "-s", "show"], cwd=tmp_path, capture_output=True, text=True,
                          check=True)
     verilog, sdc = run.stdout.splitlines()
     paths = verilog.split()
-    assert len(paths) == len(_filelist(out16))
+    assert len(paths) == len(_filelist(out32))
     for p in paths + [sdc]:
         assert (tmp_path / p).resolve().is_file(), p
 
 
-def test_core_file(out16):
-    core_text = out16.joinpath("dplena16.core").read_text()
+def test_core_file(out32):
+    core_text = out32.joinpath("dplena32.core").read_text()
     assert core_text.startswith("CAPI=2:\n")
     core = yaml.safe_load(core_text)
-    assert core["name"].startswith("memwall:dplena:dplena16:")
-    assert core["filesets"]["rtl"]["files"] == _filelist(out16)
+    assert core["name"].startswith("memwall:dplena:dplena32:")
+    assert core["filesets"]["rtl"]["files"] == _filelist(out32)
     assert core["filesets"]["constraints"]["files"] == ["constraint.sdc"]
     assert core["targets"]["default"]["toplevel"] == TOP
     assert core["targets"]["lint"]["toplevel"] == TOP
 
 
-def test_manifest(out16):
-    manifest = json.loads(out16.joinpath("manifest.json").read_text())
-    tree = _tree(out16)
+def test_manifest(out32):
+    manifest = json.loads(out32.joinpath("manifest.json").read_text())
+    tree = _tree(out32)
     assert set(manifest["files"]) == set(tree) - {"manifest.json"}
     for rel, digest in manifest["files"].items():
         assert hashlib.sha256(tree[rel]).hexdigest() == digest, rel
-    cfg = load_config("dplena16")
+    cfg = load_config("dplena32")
     assert manifest["config"] == {"unit": "dplena", **dataclasses.asdict(cfg)}
     assert manifest["config"]["vlen"] == 16 and manifest["config"]["block_len"] == 8
     assert manifest["top"] == TOP
     assert manifest["modules"] == [f.removeprefix("rtl/").removesuffix(".v")
-                                   for f in _filelist(out16)]
+                                   for f in _filelist(out32)]
     assert manifest["tools"]["amaranth"] == "0.5.10"
 
 
-def test_regeneration_is_byte_identical(out16, tmp_path):
-    again = generate(load_config("dplena16"), out_root=tmp_path)
-    first, second = _tree(out16), _tree(again)
+def test_regeneration_is_byte_identical(out32, tmp_path):
+    again = generate(load_config("dplena32"), out_root=tmp_path)
+    first, second = _tree(out32), _tree(again)
     assert sorted(first) == sorted(second)
     for rel in first:
         assert first[rel] == second[rel], rel
 
 
 def test_overwrites_previous_output(tmp_path):
-    out = generate(load_config("dplena16"), out_root=tmp_path)
+    out = generate(load_config("dplena32"), out_root=tmp_path)
     before = _tree(out)
     (out / "rtl" / "stale_module.v").write_text("module stale_module(); endmodule\n")
     (out / "notes.txt").write_text("left behind\n")
-    assert generate(load_config("dplena16"), out_root=tmp_path) == out
+    assert generate(load_config("dplena32"), out_root=tmp_path) == out
     assert _tree(out) == before
-    assert [p.name for p in tmp_path.iterdir()] == ["dplena16"]
+    assert [p.name for p in tmp_path.iterdir()] == ["dplena32"]
 
 
 # --- one Verilog module per unique component ------------------------------------------------------
 
-def test_every_module_defined_once(out16):
-    counts = _definitions(out16)
+def test_every_module_defined_once(out32):
+    counts = _definitions(out32)
     assert counts and max(counts.values()) == 1, [m for m, n in counts.items() if n > 1]
     # and every module instantiated anywhere is one of them (no dangling references)
     names = set(counts)
-    for path in (out16 / "rtl").glob("*.v"):
+    for path in (out32 / "rtl").glob("*.v"):
         text = path.read_text()
         for inst in re.findall(r"^\s*([A-Za-z_]\w*)\s+[A-Za-z_]\w*\s*\(\s*\.", text, re.M):
             assert inst in names, f"{path.name} instantiates undefined module {inst}"
@@ -188,10 +188,10 @@ def test_every_module_defined_once(out16):
 
 @pytest.mark.parametrize(("lane", "unit_prefix"), [("elementwise_lane", "elementwise_unit_vlen"),
                                                    ("select_lane_width32", "masked_select_unit")])
-def test_lane_module_shared_by_all_lanes(out16, lane, unit_prefix):
+def test_lane_module_shared_by_all_lanes(out32, lane, unit_prefix):
     vlen = 16
-    assert _definitions(out16)[lane] == 1
-    (unit,) = [p for p in (out16 / "rtl").glob(f"{unit_prefix}*.v")]
+    assert _definitions(out32)[lane] == 1
+    (unit,) = [p for p in (out32 / "rtl").glob(f"{unit_prefix}*.v")]
     text = unit.read_text()
     # The unit instantiates the one lane module vlen times, in a generate loop.
     loop = re.search(rf"for \((\w+) = 0; \1 < (\d+); \1 = \1 \+ 1\) begin : \w+\n"
@@ -201,8 +201,8 @@ def test_lane_module_shared_by_all_lanes(out16, lane, unit_prefix):
     assert text.count(f"{lane} ") == 1
 
 
-def test_module_count_does_not_scale_with_vlen(out16, out2048):
-    n16, n2048 = len(_definitions(out16)), len(_definitions(out2048))
+def test_module_count_does_not_scale_with_vlen(out32, out2048):
+    n16, n2048 = len(_definitions(out32)), len(_definitions(out2048))
     extra_levels = int(math.log2(2048)) - int(math.log2(16))
     # Only the log2(VLEN)-deep reduction tree adds modules: a few per level (tree, node, ...),
     # never one per lane (128 times more lanes here).
@@ -214,7 +214,7 @@ def test_module_count_does_not_scale_with_vlen(out16, out2048):
     # $auto$ names (a counter over the whole design's Yosys run).
     for lane in ("elementwise_lane", "select_lane_width32"):
         texts = [AUTO_NAME.sub("$auto", (out / "rtl" / f"{lane}.v").read_text())
-                 for out in (out16, out2048)]
+                 for out in (out32, out2048)]
         assert texts[0] == texts[1], lane
     # Generated Verilog stays small: proportional to VLEN at most, not to VLEN * lane size.
     size = sum(p.stat().st_size for p in (out2048 / "rtl").glob("*.v"))
@@ -234,23 +234,23 @@ def _raise(*args, **kwargs):
 def test_failure_leaves_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(gen, "_core", _raise)
     with pytest.raises(_Boom):
-        generate(load_config("dplena16"), out_root=tmp_path)
+        generate(load_config("dplena32"), out_root=tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("target", ["_core", "_config_mk", "_tool_versions"])
 def test_failure_keeps_previous_output(tmp_path, monkeypatch, target):
-    out = generate(load_config("dplena16"), out_root=tmp_path)
+    out = generate(load_config("dplena32"), out_root=tmp_path)
     before = _tree(tmp_path)
     monkeypatch.setattr(gen, target, _raise)
     with pytest.raises(_Boom):
-        generate(load_config("dplena16"), out_root=tmp_path)
-    assert [p.name for p in tmp_path.iterdir()] == [out.name]  # no .dplena16.* staging left
+        generate(load_config("dplena32"), out_root=tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]  # no .dplena32.* staging left
     assert _tree(tmp_path) == before
 
 
 def test_failure_in_rtl_writing_keeps_previous_output(tmp_path, monkeypatch):
-    generate(load_config("dplena16"), out_root=tmp_path)
+    generate(load_config("dplena32"), out_root=tmp_path)
     before = _tree(tmp_path)
     calls = []
 
@@ -263,10 +263,10 @@ def test_failure_in_rtl_writing_keeps_previous_output(tmp_path, monkeypatch):
     original = gen.Design.module_text
     monkeypatch.setattr(gen.Design, "module_text", module_text)
     with pytest.raises(_Boom):
-        generate(load_config("dplena16"), out_root=tmp_path)
+        generate(load_config("dplena32"), out_root=tmp_path)
     assert len(calls) == 3
     assert _tree(tmp_path) == before
-    assert [p.name for p in tmp_path.iterdir()] == ["dplena16"]
+    assert [p.name for p in tmp_path.iterdir()] == ["dplena32"]
 
 
 # --- Verilator lint ------------------------------------------------------------------------------
@@ -280,8 +280,8 @@ def _lint(out, *flags: str) -> tuple[subprocess.CompletedProcess, float]:
     return run, time.perf_counter() - start
 
 
-def test_lint_dplena16(out16):
-    run, _ = _lint(out16, "-Wno-fatal")
+def test_lint_dplena32(out32):
+    run, _ = _lint(out32, "-Wno-fatal")
     log = run.stdout + run.stderr
     assert run.returncode == 0, log
     assert "%Error" not in log
@@ -297,7 +297,7 @@ def test_lint_dplena2048(out2048):
 
 
 def test_flow_results_survive_regeneration_of_the_same_rtl(tmp_path):
-    cfg = load_config("dplena16")
+    cfg = load_config("dplena32")
     out = generate(cfg, tmp_path)
     (out / "synth" / "asap7").mkdir(parents=True)
     (out / "synth" / "asap7" / "metrics.json").write_text("{}")
