@@ -607,9 +607,12 @@ def save_sampling_outputs(path, result: dict[str, Any]) -> None:
     path : str or os.PathLike
     result : dict
         As returned by :func:`sample_step_hw` or :func:`sample_step_reference` (the reference's
-        float64 confidence is narrowed to float32). All four arrays must share one shape.
+        float64 confidence is narrowed to float32). All four arrays must share one shape. An
+        optional integer ``cycles`` (from an RTL run) is stored as an int64 scalar.
     """
     arrays = {}
+    if "cycles" in result:
+        arrays["cycles"] = np.int64(result["cycles"])
     for key, dtype in _OUTPUT_DTYPES.items():
         if key not in result:
             raise ValueError(f"result: missing key {key!r}")
@@ -620,7 +623,7 @@ def save_sampling_outputs(path, result: dict[str, Any]) -> None:
             raise ValueError(f"result: {key!r} must be {np.dtype(dtype)}-compatible, got "
                              f"{a.dtype}")
         arrays[key] = a.astype(dtype)
-    shapes = {key: a.shape for key, a in arrays.items()}
+    shapes = {key: a.shape for key, a in arrays.items() if key != "cycles"}
     if len(set(shapes.values())) != 1:
         raise ValueError(f"result: arrays must share one (B, L) shape, got {shapes}")
     path = Path(path)

@@ -54,11 +54,95 @@ def cmd_golden(args) -> None:
     except golden.SamplingInputError as exc:
         raise UsageError(f"{args.inputs}: {exc}") from None
     logits = golden.prepare_logits(inputs["logits"], logits_format)
-    result = golden.sample_step_hw(logits, inputs["x"], inputs["mask_id"], inputs["k"], cfg.vlen)
+    v_chunk = _v_chunk(cfg, args, inputs["logits"].shape[2])
+    result = golden.sample_step_hw(logits, inputs["x"], inputs["mask_id"], inputs["k"], cfg.vlen,
+                                   stable_max=cfg.stable_max, v_chunk=v_chunk)
     golden.save_sampling_outputs(args.out, result)
     print(f"memwall: wrote {args.out} (B={inputs['x'].shape[0]}, L={inputs['x'].shape[1]}, "
           f"V={inputs['logits'].shape[2]}, logits {logits_format}, "
           f"{int(result['transfer'].sum())} tokens transferred)")
+
+
+def _v_chunk(cfg, args, vocab: int) -> int:
+    """``--v-chunk`` or the cycle model's default for the config; checked against the core."""
+    from memwall.dplena_model import default_v_chunk
+    from memwall.hdl.dplena.program import WorkloadError
+
+    try:
+        v_chunk = args.v_chunk or default_v_chunk(cfg, vocab)
+    except WorkloadError as exc:
+        raise UsageError(str(exc)) from None
+    if v_chunk < vocab and v_chunk % cfg.vlen:
+        raise UsageError(f"--v-chunk {v_chunk}: must be a multiple of vlen ({cfg.vlen}) or at "
+                         f"least V ({vocab})")
+    return v_chunk
+
+
+def _dplena_workload(cfg, args, shape, k, mask_id):
+    from memwall.hdl.dplena.program import Workload, WorkloadError, generate
+
+    fmt = args.logits_format or cfg.logits_format
+    fmt = "mxfp8" if fmt.startswith("mxfp8") else fmt
+    batch, block_len, vocab = shape
+    wl = Workload(batch, block_len, vocab, _v_chunk(cfg, args, vocab),
+                  tuple(int(v) for v in k), mask_id=int(mask_id), logits_format=fmt)
+    try:
+        generate(cfg, wl)   # every limit of the core, before anything runs
+    except WorkloadError as exc:
+        raise UsageError(str(exc)) from None
+    return wl
+
+
+def cmd_model_dplena(args) -> None:
+    import json
+
+    from memwall.dplena_model import estimate
+
+    cfg = _load(args.config, "dplena")
+    if not args.workload:
+        raise UsageError("model dplena needs --workload B,L,V,T")
+    try:
+        batch, block_len, vocab, steps = (int(v) for v in args.workload.split(","))
+    except ValueError:
+        raise UsageError(f"--workload {args.workload!r}: expected four integers B,L,V,T") \
+            from None
+    if min(batch, block_len, vocab, steps) < 1:
+        raise UsageError(f"--workload {args.workload!r}: B, L, V and T must be >= 1")
+    wl = _dplena_workload(cfg, args, (batch, block_len, vocab), (block_len,) * batch, 0)
+    result = {"config": cfg.name, "stable_max": cfg.stable_max, "vlen": cfg.vlen,
+              "hbm_bytes_per_cycle": cfg.hbm_bytes_per_cycle, "clock_mhz": cfg.clock_mhz,
+              "workload": {"B": batch, "L": block_len, "V": vocab, "T": steps,
+                           "logits_format": wl.logits_format},
+              **estimate(cfg, wl, steps).as_dict()}
+    result["latency_ms"] = result["cycles"] / (cfg.clock_mhz * 1e3)
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+        return
+    print(f"{cfg.name} ({cfg.stable_max}, VLEN {cfg.vlen}, {cfg.hbm_bytes_per_cycle} B/cycle): "
+          f"B={batch} L={block_len} V={vocab} T={steps}, V_chunk={wl.v_chunk}")
+    print(f"  cycles {result['cycles']:,} ({result['latency_ms']:.3f} ms at {cfg.clock_mhz:g} "
+          f"MHz), bound {result['bound_cycles']:,.0f}, ratio {result['ratio_to_bound']:.3f}")
+
+
+def cmd_run_dplena(args) -> None:
+    from memwall.golden import dplena as golden
+    from memwall.verif.dplena.core_run import run_core
+
+    cfg = _load(args.config, "dplena")
+    if not args.inputs:
+        raise UsageError("run dplena needs --inputs in.npz")
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise UsageError(f"--out {out}: folder {out.parent} does not exist")
+    try:
+        inputs = golden.load_sampling_inputs(args.inputs, cfg.block_len, cfg.k_max)
+    except golden.SamplingInputError as exc:
+        raise UsageError(f"{args.inputs}: {exc}") from None
+    wl = _dplena_workload(cfg, args, inputs["logits"].shape, inputs["k"], inputs["mask_id"])
+    result = run_core(cfg, wl, inputs["logits"], inputs["x"], sim=args.sim)
+    golden.save_sampling_outputs(out, result)
+    print(f"memwall: wrote {out} (B={wl.batch}, L={wl.block_len}, V={wl.vocab}, "
+          f"V_chunk={wl.v_chunk}, logits {wl.logits_format}, {result['cycles']} cycles)")
 
 
 def _shield_inputs(args):
@@ -86,6 +170,8 @@ def cmd_model_shield(args) -> None:
 
     from memwall.golden import shield
 
+    if not args.trace:
+        raise UsageError("model shield needs --trace")
     cfg, trace = _shield_inputs(args)
     result = shield.model_trace(cfg, trace)
     print(json.dumps(result, sort_keys=True) if args.json else shield.format_report(result))
@@ -95,6 +181,8 @@ def cmd_run_shield(args) -> None:
     from memwall.golden import shield
     from memwall.verif.shield.run import run_trace
 
+    if not args.trace or Path(args.out).suffix != ".json":
+        raise UsageError("run shield needs --trace and an --out .json")
     cfg, trace = _shield_inputs(args)
     rtl = run_trace(cfg, args.trace, sim=args.sim)
     result = shield.power_from_counts(cfg, trace, rtl["refresh_counts"], rtl["cycles"])
@@ -139,8 +227,8 @@ def cmd_report(args) -> None:
     print(f"memwall: wrote {out} and its CSV and plots")
 
 
-MODEL_COMMANDS = {"shield": cmd_model_shield}
-RUN_COMMANDS = {"shield": cmd_run_shield}
+MODEL_COMMANDS = {"shield": cmd_model_shield, "dplena": cmd_model_dplena}
+RUN_COMMANDS = {"shield": cmd_run_shield, "dplena": cmd_run_dplena}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -163,6 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
     golden.add_argument("--logits-format", choices=["bf16", "mxfp8"], default=None,
                         help="how logits are held in HBM before dequantisation "
                              "(default: the config's logits_format)")
+    golden.add_argument("--v-chunk", type=int, default=None,
+                        help="logits per prefetch chunk (fused mode; default: the largest that "
+                             "fits the config's Vector SRAM, evened out)")
     golden.set_defaults(func=cmd_golden)
 
     synth = sub.add_parser("synth", help="synthesis, timing and power of a config on a PDK")
@@ -182,18 +273,30 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--jobs", type=int, default=2, help="parallel Yosys runs (default 2)")
     report.set_defaults(func=cmd_report)
 
-    model = sub.add_parser("model", help="analytic model of a unit on a workload")
+    model = sub.add_parser("model", help="analytic/cycle model of a unit on a workload")
     model.add_argument("unit", choices=sorted(MODEL_COMMANDS), help="unit family")
     model.add_argument("--config", required=True, help="config name or .yaml path")
-    model.add_argument("--trace", required=True, help="workload trace (.yaml)")
+    model.add_argument("--trace", help="shield: workload trace (.yaml)")
+    model.add_argument("--workload", help="dplena: B,L,V,T (batch, block length, vocabulary, "
+                                          "diffusion steps)")
+    model.add_argument("--v-chunk", type=int, default=None, help="dplena: logits per chunk")
+    model.add_argument("--logits-format", choices=["bf16", "mxfp8"], default=None,
+                       help="dplena: HBM logits format (default: the config's)")
     model.add_argument("--json", action="store_true", help="print one JSON object")
     model.set_defaults(func=lambda args: MODEL_COMMANDS[args.unit](args))
 
     run = sub.add_parser("run", help="run the generated RTL on a workload (cocotb simulation)")
     run.add_argument("unit", choices=sorted(RUN_COMMANDS), help="unit family")
     run.add_argument("--config", required=True, help="config name or .yaml path")
-    run.add_argument("--trace", required=True, help="workload trace (.yaml)")
-    run.add_argument("--out", required=True, help="output .json")
+    run.add_argument("--trace", help="shield: workload trace (.yaml)")
+    run.add_argument("--inputs", help="dplena: input .npz (logits, x, mask_id, k), as for "
+                                      "memwall golden")
+    run.add_argument("--out", required=True,
+                     help="output: .json (shield); .npz (dplena: x, x0, confidence, transfer, "
+                          "cycles)")
+    run.add_argument("--v-chunk", type=int, default=None, help="dplena: logits per chunk")
+    run.add_argument("--logits-format", choices=["bf16", "mxfp8"], default=None,
+                     help="dplena: HBM logits format (default: the config's)")
     run.add_argument("--sim", choices=["icarus", "verilator"], default=None,
                      help="simulator (default: $SIM or icarus)")
     run.set_defaults(func=lambda args: RUN_COMMANDS[args.unit](args))

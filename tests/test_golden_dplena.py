@@ -250,9 +250,10 @@ def _workload(rng, n_b, n_l, n_v):
     return logits, x, k
 
 
+@pytest.mark.parametrize("stable_max", d.STABLE_MAX_MODES)
 @pytest.mark.parametrize("fmt", ["bf16", "mxfp8"])
 @pytest.mark.parametrize("vlen", [16, 64])
-def test_hw_matches_reference(fmt, vlen):
+def test_hw_matches_reference(fmt, vlen, stable_max):
     rng = np.random.default_rng({"bf16": 10, "mxfp8": 20}[fmt] + vlen)
     nontrivial = checked = 0
     for _ in range(40):
@@ -261,7 +262,9 @@ def test_hw_matches_reference(fmt, vlen):
         logits, x, k = _workload(rng, n_b, n_l, n_v)
         bits = d.prepare_logits(logits, fmt)
         z = _bf16_as_f64(bits)                                     # what the HW computes on
-        hw = d.sample_step_hw(bits, x, MASK_ID, k, vlen)
+        # fused: chunks of 2 VLEN, so rows of 300 logits are rescaled several times.
+        hw = d.sample_step_hw(bits, x, MASK_ID, k, vlen, stable_max=stable_max,
+                              v_chunk=2 * vlen)
         ref = d.sample_step_reference(z, x, MASK_ID, k)
         masked = x == MASK_ID
         # x0: exact (argmax of BF16 values is exact; first index on ties in both).
@@ -552,3 +555,20 @@ def test_save_interrupted_write_is_atomic(tmp_path, monkeypatch):
         d.save_sampling_outputs(dst, dict(good, x=np.ones((1, 2), np.int64)))
     assert dst.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npz"]
+
+
+def test_fused_single_chunk_equals_two_pass_and_argmax_always():
+    rng = np.random.default_rng(7)
+    logits = (rng.standard_normal((3, 5, 300)) * 4).astype(np.float32)
+    bits = d.prepare_logits(logits, "mxfp8")
+    x0_2, conf_2 = d.method2_confidence_hw(bits, 32)
+    x0_1, conf_1 = d.online_confidence_hw(bits, 32, v_chunk=320)   # one chunk: no rescale
+    assert np.array_equal(x0_1, x0_2) and np.array_equal(conf_1, conf_2)
+    for v_chunk in (32, 64, 96):
+        x0_f, conf_f = d.online_confidence_hw(bits, 32, v_chunk)
+        assert np.array_equal(x0_f, x0_2)
+        assert np.allclose(BF16.from_bits(conf_f), BF16.from_bits(conf_2), rtol=2 ** -6)
+    with pytest.raises(ValueError, match="multiple of vlen"):
+        d.online_confidence_hw(bits, 32, v_chunk=48)
+    with pytest.raises(ValueError, match="needs v_chunk"):
+        d.sample_step_hw(bits, np.zeros((3, 5), int), 1, [1, 1, 1], 32, stable_max="fused")

@@ -155,8 +155,8 @@ def _check(cfg: DplenaConfig, wl: Workload) -> None:
         fail("B, V and V_chunk must be >= 1")
     if not 1 <= wl.block_len <= cfg.block_len:
         fail(f"L must be in [1, block_len = {cfg.block_len}]")
-    if len(wl.k) != wl.batch or any(not 0 <= int(k) <= wl.block_len for k in wl.k):
-        fail(f"k needs {wl.batch} values in [0, L = {wl.block_len}], got {list(wl.k)}")
+    if len(wl.k) != wl.batch or any(not 0 <= int(k) <= cfg.k_max for k in wl.k):
+        fail(f"k needs {wl.batch} values in [0, k_max = {cfg.k_max}], got {list(wl.k)}")
     if wl.v_chunk < wl.vocab and wl.v_chunk % cfg.vlen:
         fail(f"V_chunk must be a multiple of VLEN ({cfg.vlen}) when it is smaller than V")
     if wl.logits_format not in ("mxfp8", "bf16"):
