@@ -193,7 +193,8 @@ def online_confidence_hw(logits_bf16_bits, vlen: int, v_chunk: int):
     logits_bf16_bits : array_like of uint16, shape (..., V)
     vlen : int
     v_chunk : int
-        Elements per chunk, a multiple of ``vlen``; the last chunk may be partial.
+        Elements per chunk, a multiple of ``vlen`` unless it covers the row; the last chunk
+        may be partial.
 
     Returns
     -------
@@ -204,8 +205,9 @@ def online_confidence_hw(logits_bf16_bits, vlen: int, v_chunk: int):
     if z.dtype != np.uint16 or z.ndim < 1 or z.shape[-1] < 1:
         raise ValueError(f"logits_bf16_bits: expected uint16 (..., V) with V >= 1, got "
                          f"{z.dtype} {z.shape}")
-    if v_chunk < 1 or v_chunk % vlen:
-        raise ValueError(f"v_chunk: {v_chunk} must be a positive multiple of vlen ({vlen})")
+    if v_chunk < 1 or (v_chunk < z.shape[-1] and v_chunk % vlen):
+        raise ValueError(f"v_chunk: {v_chunk} must be a positive multiple of vlen ({vlen}), "
+                         f"or at least V ({z.shape[-1]})")
     lead = z.shape[:-1]
     m = np.full(lead, NEG_INF_BF16, dtype=np.uint16)
     idx = np.zeros(lead, dtype=np.int64)

@@ -13,7 +13,7 @@ S_LD_INT, S_EXP_BF, S_RECIP_BF, S_CVT   2
 V_RED_* with LAST / without             n + lv + 3 / n + 2
 V_SUB_VF, V_EXP_V                       n + 3
 S_MAP_V_FP, V_CMP_EQ_INT, H_STORE_V     e + 3
-V_TOPK_MASK / V_SELECT_INT              e + 5 / e + 4
+V_TOPK_MASK / V_SELECT_INT              e + 5 / 3e + 3
 H_STORE_INT                             2e + 2
 H_PREFETCH_V, H_WAIT                    1, once the prefetch engine is free
 =====================================  ==================================================
@@ -52,6 +52,7 @@ class CycleEstimate:
     cycles: int
     bound_cycles: float
     hbm_bytes: int
+    streamed_bytes: int
     breakdown: dict
     v_chunk: int
     instructions: int
@@ -59,6 +60,7 @@ class CycleEstimate:
     def as_dict(self) -> dict:
         return {"cycles": self.cycles, "bound_cycles": self.bound_cycles,
                 "ratio_to_bound": self.cycles / self.bound_cycles, "hbm_bytes": self.hbm_bytes,
+                "streamed_bytes": self.streamed_bytes,
                 "v_chunk": self.v_chunk, "instructions_executed": self.instructions,
                 "breakdown": self.breakdown}
 
@@ -110,7 +112,7 @@ def estimate(cfg: DplenaConfig, wl: Workload, steps: int = 1,
     levels = int(math.log2(cfg.vlen))
     fmt, width = wl.logits_format, cfg.hbm_bytes_per_cycle
     gp = [0] * 16
-    pc, now, dma_free, executed = 0, 0, 0, 0
+    pc, now, dma_free, executed, beats_total = 0, 0, 0, 0, 0
     breakdown = {"vector": 0, "memory": 0, "scalar": 0, "control": 0}
     while True:
         ins = instrs[pc]
@@ -137,6 +139,7 @@ def estimate(cfg: DplenaConfig, wl: Workload, steps: int = 1,
             cost = start - now + 1
             if op == Op.H_PREFETCH_V:
                 beats = num_beats(g1, fmt, width) if g1 else 0
+                beats_total += beats
                 dma_free = start + (beats + 2 if g1 else 1)
             category = "memory"
         elif op in _REDUCE:
@@ -151,7 +154,7 @@ def estimate(cfg: DplenaConfig, wl: Workload, steps: int = 1,
         elif op == Op.V_TOPK_MASK:
             cost = ins.imm + 5
         elif op == Op.V_SELECT_INT:
-            cost = ins.imm + 4
+            cost = 3 * ins.imm + 3
         elif op == Op.H_STORE_INT:
             cost = 2 * ins.imm + 2
         else:
@@ -166,5 +169,6 @@ def estimate(cfg: DplenaConfig, wl: Workload, steps: int = 1,
         pc = next_pc
     return CycleEstimate(cycles=now * steps, bound_cycles=bound_cycles(cfg, wl) * steps,
                          hbm_bytes=hbm_bytes(wl) * steps,
+                         streamed_bytes=beats_total * width * steps,
                          breakdown={k: v * steps for k, v in breakdown.items()},
                          v_chunk=wl.v_chunk, instructions=executed * steps)

@@ -66,8 +66,8 @@ def test_config_is_frozen():
 
 @pytest.mark.parametrize("suffix", [".yaml", ".yml"])
 def test_config_path(tmp_path, suffix):
-    path = _write(tmp_path, "unit: dplena\nvlen: 32\nblock_len: 16\nk_max: 4\nclock_mhz: 800\n",
-                  "my_npu" + suffix)
+    path = _write(tmp_path, "unit: dplena\nvlen: 32\nblock_len: 16\nk_max: 4\nclock_mhz: 800\n"
+                  "hbm_bytes_per_cycle: 32\n", "my_npu" + suffix)
     cfg = load_config(str(path))
     assert cfg.name == "my_npu"
     assert (cfg.vlen, cfg.block_len, cfg.k_max, cfg.clock_mhz) == (32, 16, 4, 800)
@@ -83,9 +83,10 @@ def test_config_path_missing(tmp_path):
 
 
 def test_config_dir_argument(tmp_path):
-    _write(tmp_path, "unit: dplena\nvlen: 8\nblock_len: 4\nk_max: 2\n", "tiny.yaml")
+    _write(tmp_path, "unit: dplena\nvlen: 32\nblock_len: 4\nk_max: 2\nhbm_bytes_per_cycle: 32\n",
+           "tiny.yaml")
     assert available_configs(tmp_path) == ["tiny"]
-    assert load_config("tiny", config_dir=tmp_path).vlen == 8
+    assert load_config("tiny", config_dir=tmp_path).vlen == 32
     with pytest.raises(ConfigError, match="available configs: tiny"):
         load_config("dplena32", config_dir=tmp_path)
 

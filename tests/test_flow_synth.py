@@ -108,7 +108,10 @@ def test_area_adds_up(synth16):
     lanes = sum(by_module[m]["total_um2"] for m in
                 ("elementwise_lane", "fp_add_fmtbf16", "fp_mul_fmtbf16"))
     assert units[elementwise]["area_um2"] >= lanes
-    assert result["macros"] == [] and result["warnings"] == []
+    # Every memory of the core (Vector SRAM halves, FP/INT SRAM, instruction memory, FIFO) is a
+    # macro black box, none became flip-flops.
+    assert result["warnings"] == [] and result["macros"]
+    assert all(m["status"] == "mapped" for m in result["macros"]), result["macros"]
 
 
 def test_lane_areas_are_plausible(synth16):
@@ -125,8 +128,8 @@ def test_lane_areas_are_plausible(synth16):
     assert 500 < by_module["fp_add_fmtfp32"]["cells"] < 3000
     # A BF16 adder is a narrower FP32 adder.
     assert by_module["fp_add_fmtbf16"]["own_um2"] < fp32_add
-    # Purely structural modules (lane arrays, trees, the top) own no cells.
-    assert by_module["dplena_datapath"]["cells"] == 0
+    # The top only routes, plus the glue of the Vector SRAM write arbitration.
+    assert by_module["dplena_core"]["cells"] < 40
 
 
 # -- small designs ------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -20,7 +21,8 @@ from memwall import gen
 from memwall.config import load_config
 from memwall.gen import generate
 
-TOP = "dplena_datapath"
+TOP = "dplena_core"
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 MODULE_DEF = re.compile(r"^module\s+\\?([^\s(]+)\s*\(", re.M)
 AUTO_NAME = re.compile(r"\$auto\$\S*?\$\d+")
 FLOW_FILES = {"filelist.f", "constraint.sdc", "config.mk", "manifest.json"}
@@ -95,10 +97,11 @@ def test_constraint_clock_period(out32, tmp_path):
     sdc = out32.joinpath("constraint.sdc").read_text()
     assert re.search(r"^set clk_period 1\n", sdc, re.M)
     assert "create_clock -name clk -period $clk_period [get_ports clk]" in sdc
-    cfg_path = tmp_path / "slow16.yaml"
-    cfg_path.write_text("unit: dplena\nvlen: 16\nblock_len: 8\nk_max: 8\nclock_mhz: 800\n")
+    cfg_path = tmp_path / "slow32.yaml"
+    text = (CONFIGS / "dplena32.yaml").read_text()
+    cfg_path.write_text(text.replace("clock_mhz: 1000", "clock_mhz: 800"))
     out = generate(load_config(str(cfg_path)), out_root=tmp_path / "build")
-    assert out.name == "slow16"
+    assert out.name == "slow32"
     assert re.search(r"^set clk_period 1\.25\n", (out / "constraint.sdc").read_text(), re.M)
     assert re.search(r"^export CLOCK_PERIOD_NS = 1\.25$", (out / "config.mk").read_text(), re.M)
     # The clock changes the constraints only, not the RTL.
@@ -148,7 +151,7 @@ def test_manifest(out32):
         assert hashlib.sha256(tree[rel]).hexdigest() == digest, rel
     cfg = load_config("dplena32")
     assert manifest["config"] == {"unit": "dplena", **dataclasses.asdict(cfg)}
-    assert manifest["config"]["vlen"] == 16 and manifest["config"]["block_len"] == 8
+    assert manifest["config"]["vlen"] == 32 and manifest["config"]["block_len"] == 8
     assert manifest["top"] == TOP
     assert manifest["modules"] == [f.removeprefix("rtl/").removesuffix(".v")
                                    for f in _filelist(out32)]
@@ -186,17 +189,19 @@ def test_every_module_defined_once(out32):
             assert inst in names, f"{path.name} instantiates undefined module {inst}"
 
 
-@pytest.mark.parametrize(("lane", "unit_prefix"), [("elementwise_lane", "elementwise_unit_vlen"),
-                                                   ("select_lane_width32", "masked_select_unit")])
-def test_lane_module_shared_by_all_lanes(out32, lane, unit_prefix):
-    vlen = 16
+@pytest.mark.parametrize(("lane", "unit_prefix", "lanes"), [
+    ("elementwise_lane", "elementwise_unit_vlen", 32),   # VLEN
+    ("dequant_lane", "mx_dequantiser", 32),              # hbm_bytes_per_cycle
+    ("select_lane_width32", "masked_select_unit", 1),    # the INT select lane
+])
+def test_lane_module_shared_by_all_lanes(out32, lane, unit_prefix, lanes):
     assert _definitions(out32)[lane] == 1
     (unit,) = [p for p in (out32 / "rtl").glob(f"{unit_prefix}*.v")]
     text = unit.read_text()
     # The unit instantiates the one lane module vlen times, in a generate loop.
     loop = re.search(rf"for \((\w+) = 0; \1 < (\d+); \1 = \1 \+ 1\) begin : \w+\n"
                      rf"\s*{lane} \w+ \(", text)
-    assert loop and int(loop.group(2)) == vlen
+    assert loop and int(loop.group(2)) == lanes
     assert len(_instantiated(text, [lane])) == 1
     assert text.count(f"{lane} ") == 1
 
@@ -303,6 +308,5 @@ def test_flow_results_survive_regeneration_of_the_same_rtl(tmp_path):
     (out / "synth" / "asap7" / "metrics.json").write_text("{}")
     generate(cfg, tmp_path)                                  # same RTL: results kept
     assert (out / "synth" / "asap7" / "metrics.json").exists()
-    wider = dataclasses.replace(cfg, vlen=32)                # different RTL: results dropped
-    out32 = generate(wider, tmp_path)
-    assert out32 == out and not (out / "synth").exists()
+    wider = dataclasses.replace(cfg, vlen=64)                # different RTL: results dropped
+    assert generate(wider, tmp_path) == out and not (out / "synth").exists()

@@ -169,8 +169,7 @@ class Sequencer(wiring.Component):
         m.submodules.int_sram = int_sram = Memory(shape=32, depth=cfg.int_sram_words, init=[])
         imem_rd, imem_wr = imem.read_port(), imem.write_port()
         fp_rd, fp_wr = fp_sram.read_port(), fp_sram.write_port()
-        int_rd_a, int_rd_b, int_wr = (int_sram.read_port(), int_sram.read_port(),
-                                      int_sram.write_port())
+        int_rd, int_wr = int_sram.read_port(), int_sram.write_port()
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=32, depth=cfg.out_fifo_depth)
         m.d.comb += [self.out.valid.eq(fifo.r_rdy), self.out.payload.eq(fifo.r_data),
                      fifo.r_en.eq(self.out.ready)]
@@ -297,8 +296,7 @@ class Sequencer(wiring.Component):
                 m.d.comb += sfp_cmd.op.eq(ScalarOp.TO_BF16)
 
         # Memory port defaults.
-        m.d.comb += [fp_rd.addr.eq(g1 + issued), int_rd_a.addr.eq(g1 + issued),
-                     int_rd_b.addr.eq(g2 + issued)]
+        m.d.comb += [fp_rd.addr.eq(g1 + issued), int_rd.addr.eq(g1 + issued)]
         int_wr_en, int_wr_addr, int_wr_data = Signal(), Signal(32), Signal(32)
         m.d.comb += [int_wr.en.eq(Mux(running, int_wr_en, host_int)),
                      int_wr.addr.eq(Mux(running, int_wr_addr, self.host_addr)),
@@ -311,9 +309,10 @@ class Sequencer(wiring.Component):
                      topk_in.k.eq(k_clipped), topk_in.last.eq(issued + 1 == n_items),
                      topk.o.ready.eq(0)]
         sel_mask = select.mask
+        select_a = Signal(32)
         m.d.comb += [select.o.ready.eq(1), select.i.payload.eq(0),
-                     sel_mask.eq(flags.bit_select(p_index, 1)),
-                     select.a.eq(int_rd_a.data), select.b.eq(int_rd_b.data)]
+                     sel_mask.eq(flags.bit_select(issued[:bits_for(L - 1)], 1)),
+                     select.a.eq(select_a), select.b.eq(int_rd.data)]
 
         with m.If(running):
             with m.Switch(op):
@@ -335,11 +334,11 @@ class Sequencer(wiring.Component):
                     taken = (g1 != g2) ^ (op == Op.BEQ)
                     m.d.comb += [done.eq(1), next_pc.eq(Mux(taken, pc + imm_s, pc + 1))]
                 with m.Case(Op.S_LD_INT):
-                    m.d.comb += int_rd_a.addr.eq(g1 + imm)
+                    m.d.comb += int_rd.addr.eq(g1 + imm)
                     with m.If(step == 0):
                         m.d.sync += step.eq(1)
                     with m.Else():
-                        set_gp(rd, int_rd_a.data)
+                        set_gp(rd, int_rd.data)
                         m.d.sync += step.eq(0)
                         m.d.comb += done.eq(1)
                 with m.Case(Op.S_ST_INT):
@@ -434,7 +433,7 @@ class Sequencer(wiring.Component):
                         m.d.sync += step.eq(0)
                     with m.If(p_valid):
                         value = Mux(op == Op.S_MAP_V_FP, fp_rd.data,
-                                    Mux(int_rd_a.data == g2, BF16_ONE, 0))
+                                    Mux(int_rd.data == g2, BF16_ONE, 0))
                         m.d.sync += stage[p_index].eq(value)
                 with m.Case(Op.V_TOPK_MASK):
                     # 0: read valid row; 1: latch flags, read conf row; 2: latch stage;
@@ -466,30 +465,33 @@ class Sequencer(wiring.Component):
                                          self.vs_wr_stage.eq(1), done.eq(1)]
                             m.d.sync += step.eq(0)
                 with m.Case(Op.V_SELECT_INT):
-                    # 0: read mask row; 1: latch flags; 2: read a, b per cycle, select lane,
-                    # write back one cycle later.
+                    # 0: read the mask row; 1: latch flags; then per element (INT SRAM has one
+                    # read port): 2 read a; 3 latch a, read b; 4 select. The select lane
+                    # writes back one cycle later, overlapping the next element's step 2.
+                    with m.If(select.o.valid):
+                        m.d.comb += [int_wr_en.eq(1), int_wr_addr.eq(g_rd + retired),
+                                     int_wr_data.eq(select.y)]
+                        m.d.sync += retired.eq(retired + 1)
                     with m.Switch(step):
                         with m.Case(0):
                             m.d.comb += [self.vs_rd_en.eq(1), self.vs_rd_row.eq(g3)]
                             m.d.sync += [step.eq(1), issued.eq(0), retired.eq(0),
-                                         n_items.eq(imm), p_valid.eq(0)]
+                                         n_items.eq(imm)]
                         with m.Case(1):
                             m.d.sync += [flags.eq(Cat(lane != 0 for lane in self.vs_rd_lo)),
                                          step.eq(2)]
-                        with m.Default():
+                        with m.Case(2):
                             with m.If(issued != n_items):
-                                m.d.sync += [issued.eq(issued + 1), p_valid.eq(1),
-                                             p_index.eq(issued)]
-                            with m.Else():
-                                m.d.sync += p_valid.eq(0)
-                            m.d.comb += select.i.valid.eq(p_valid)
-                            with m.If(select.o.valid):
-                                m.d.comb += [int_wr_en.eq(1), int_wr_addr.eq(g_rd + retired),
-                                             int_wr_data.eq(select.y)]
-                                m.d.sync += retired.eq(retired + 1)
-                                with m.If(retired + 1 == n_items):
-                                    m.d.sync += step.eq(0)
-                                    m.d.comb += done.eq(1)
+                                m.d.sync += step.eq(3)
+                            with m.Elif(select.o.valid & (retired + 1 == n_items)):
+                                m.d.sync += step.eq(0)
+                                m.d.comb += done.eq(1)
+                        with m.Case(3):
+                            m.d.comb += int_rd.addr.eq(g2 + issued)
+                            m.d.sync += [select_a.eq(int_rd.data), step.eq(4)]
+                        with m.Default():
+                            m.d.comb += select.i.valid.eq(1)
+                            m.d.sync += [issued.eq(issued + 1), step.eq(2)]
                 with m.Case(Op.H_STORE_INT):
                     # Two cycles a word: read, then hand it to the FIFO register (the FIFO may
                     # be full, and the read port does not hold its data).
@@ -503,7 +505,7 @@ class Sequencer(wiring.Component):
                             with m.Elif(fifo_slot):
                                 m.d.sync += step.eq(2)
                         with m.Default():
-                            m.d.sync += [pend_valid.eq(1), pend_data.eq(int_rd_a.data),
+                            m.d.sync += [pend_valid.eq(1), pend_data.eq(int_rd.data),
                                          issued.eq(issued + 1), step.eq(1)]
                 with m.Case(Op.H_STORE_V):
                     with m.Switch(step):
