@@ -249,3 +249,64 @@ def test_shield_bad_trace(tmp_path, capsys, trace, words):
 def test_model_shield_wrong_unit(capsys):
     assert main(["model", "shield", "--config", "dplena32", "--trace", SHIELD_TRACE]) == 2
     assert "is for unit 'dplena', not 'shield'" in capsys.readouterr().err
+
+
+# --- model / run dplena --------------------------------------------------------------------------
+
+def test_model_dplena_json(capsys):
+    assert main(["model", "dplena", "--config", "dplena2048_hbm256", "--workload",
+                 "16,32,126464,1", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["cycles"] <= 300_000 and result["bound_cycles"] == pytest.approx(260_832)
+    assert result["cycles"] >= result["bound_cycles"]
+    assert set(result["breakdown"]) == {"vector", "memory", "scalar", "control"}
+    # T steps cost T times one step.
+    assert main(["model", "dplena", "--config", "dplena2048_hbm256", "--workload",
+                 "16,32,126464,3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cycles"] == 3 * result["cycles"]
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["--workload", "16,32,126464"], "four integers"),
+    (["--workload", "16,0,100,1"], ">= 1"),
+    (["--workload", "16,64,100,1"], "L must be in [1, block_len = 32]"),
+    (["--workload", "16,32,126464,1", "--v-chunk", "1000"], "multiple of vlen"),
+    ([], "needs --workload"),
+])
+def test_model_dplena_bad_input(argv, needle, capsys):
+    assert main(["model", "dplena", "--config", "dplena512", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memwall: error: ") and needle in err
+
+
+def test_model_dplena_workload_too_big_for_sram(capsys):
+    # Two buffers of 64 rows do not fit dplena512's 64 rows of Vector SRAM.
+    assert main(["model", "dplena", "--config", "dplena512", "--workload", "1,32,100000,1",
+                 "--v-chunk", str(64 * 512)]) == 2
+    assert "Vector SRAM has 64" in capsys.readouterr().err
+
+
+def test_run_dplena_matches_golden_cli(tmp_path, capsys):
+    arrays = _workload(seed=4)
+    code, golden_out = _golden(tmp_path, arrays)
+    assert code == 0
+    rtl_out = tmp_path / "rtl.npz"
+    assert main(["run", "dplena", "--config", "dplena32", "--inputs", str(tmp_path / "in.npz"),
+                 "--out", str(rtl_out)]) == 0
+    assert "cycles" in capsys.readouterr().out
+    with np.load(golden_out) as want, np.load(rtl_out) as got:
+        for key in OUTPUT_DTYPES:
+            assert np.array_equal(got[key], want[key]), key
+        assert int(got["cycles"]) > 0
+
+
+def test_run_dplena_bad_inputs_write_nothing(tmp_path, capsys):
+    arrays = _workload()
+    arrays["k"] = np.array([2, 99], dtype=np.int64)       # above k_max
+    inputs, out = tmp_path / "in.npz", tmp_path / "out.npz"
+    np.savez(inputs, **arrays)
+    assert main(["run", "dplena", "--config", "dplena32", "--inputs", str(inputs),
+                 "--out", str(out)]) == 2
+    assert "k" in capsys.readouterr().err and not out.exists()
+    assert main(["run", "dplena", "--config", "dplena32", "--out", str(out)]) == 2
+    assert "needs --inputs" in capsys.readouterr().err and not out.exists()
