@@ -49,9 +49,11 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check memwall hdl golden verif flows tests
 
-# Records generation time of the paper's configs; a figure, not a gate.
+# Records generation time of the paper's configs and the sampling-step cycles (reports/dplena/);
+# figures, not gates.
 bench: $(STAMP)
 	$(BIN)/python -m memwall.bench
+	$(BIN)/python -m memwall.dplena_report
 
 clean:
 	rm -rf build sim_build

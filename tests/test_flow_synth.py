@@ -109,9 +109,10 @@ def test_area_adds_up(synth16):
                 ("elementwise_lane", "fp_add_fmtbf16", "fp_mul_fmtbf16"))
     assert units[elementwise]["area_um2"] >= lanes
     # Every memory of the core (Vector SRAM halves, FP/INT SRAM, instruction memory, FIFO) is a
-    # macro black box, none became flip-flops.
-    assert result["warnings"] == [] and result["macros"]
-    assert all(m["status"] == "mapped" for m in result["macros"]), result["macros"]
+    # macro black box, none became flip-flops; mapped wherever the PDK has SRAM macros.
+    assert result["warnings"] == [] and len(result["macros"]) == 6
+    assert all(m["status"] == "mapped" or m["reason"].endswith("has no SRAM macros")
+               for m in result["macros"]), result["macros"]
 
 
 def test_lane_areas_are_plausible(synth16):
