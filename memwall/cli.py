@@ -212,12 +212,15 @@ REPORT_MATRIX = {
 
 
 def cmd_report(args) -> None:
-    from memwall.flows.flow import metrics_path, run_flow
+    from memwall.flows.flow import BUILD_ROOT, metrics_path, run_flow
     from memwall.flows.report import write_report
+    from memwall.gen import generate
 
     if args.run:
         for pdk, configs in REPORT_MATRIX.items():
             for config in configs:
+                # Regenerating drops the results of a config whose RTL has changed since.
+                generate(_load(config), BUILD_ROOT)
                 if args.force or not metrics_path(config, pdk).exists():
                     run_flow(config, pdk, jobs=args.jobs)
     try:

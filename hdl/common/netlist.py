@@ -25,7 +25,7 @@ from amaranth.hdl import ClockSignal, Instance, ResetSignal, Value
 from amaranth.lib import wiring
 
 __all__ = ["Design", "ModuleInfo", "Port", "unique_submodule", "port_values", "module_key",
-           "Netlist", "StructuralTop"]
+           "Netlist"]
 
 _current_design: contextvars.ContextVar[Design | None] = contextvars.ContextVar(
     "memwall_design", default=None)
@@ -296,6 +296,10 @@ class Netlist:
         self._wires.append(f"  wire [{width - 1}:0] {name};")
         return name
 
+    def assign(self, target: str, expression: str) -> None:
+        """A continuous assignment (wiring only: concatenations, constants, slices)."""
+        self._body.append(f"  assign {target} = {expression};")
+
     def instance(self, name: str, component, binds: dict[str, str], *,
                  replicate: int | None = None) -> ModuleInfo:
         """Instantiate ``component``'s module; ``clk``/``rst`` are bound implicitly.
@@ -334,24 +338,3 @@ class Netlist:
             lines.append(f"  {direction} {rng}{pname};")
         lines += self._wires + self._body + ["endmodule"]
         return "\n".join(lines) + "\n"
-
-
-class StructuralTop:
-    """A top module that only instantiates parts and exposes their ports as ``<part>__<port>``.
-
-    Used to gather a unit family's components into one synthesisable top without routing their
-    (possibly very wide) ports through an Amaranth conversion.
-    """
-
-    def __init__(self, parts: dict):
-        self.parts = dict(parts)
-        self.params = {name: module_key(part) for name, part in self.parts.items()}
-
-    def emit_verilog(self, design: Design, name: str) -> str:
-        netlist = Netlist(design)
-        for part, component in self.parts.items():
-            info = design.module_for(component)
-            binds = {port.name: netlist.port(f"{part}__{port.name}", port.direction, port.width)
-                     for port in info.ports if port.name not in _CLOCK_PORTS}
-            netlist.instance(part, component, binds)
-        return netlist.text(name)

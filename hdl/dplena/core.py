@@ -157,7 +157,7 @@ class Sequencer(wiring.Component):
             "ew_o": In(stream.Signature(EW_CMD)),
         })
 
-    def elaborate(self, platform):  # noqa: C901 -- one decoder, read top to bottom
+    def elaborate(self, platform):
         cfg = self.cfg
         m = Module()
         L, vlen = cfg.block_len, cfg.vlen
@@ -572,6 +572,10 @@ class DplenaCore:
 
         rd_data = wire("rd_data", 16 * vlen)
         y = wire("ew_y", 16 * vlen)
+        # The L-element rows of phases 3-4 (confidence, valid, transfer): lanes 0..L-1, +0 above.
+        wire("stage_row", 16 * vlen)
+        netlist.assign("stage_row", f"{{{16 * (vlen - L)}'b0, seq_stage}}" if vlen > L
+                       else "seq_stage")
         seq_wires = {}
         for port in seq_info.ports:
             if port.name in binds or port.name in ("clk", "rst"):
@@ -600,8 +604,7 @@ class DplenaCore:
             "vec_we": "seq_vs_wr_en", "vec_row": "seq_vs_wr_row",
             "vec_data": f"ew_y[i*{16 * W} +: {16 * W}]",
             "stage_sel": "seq_vs_wr_stage",
-            "stage_data": f"(i == 0) ? {{{16 * (W - L)}'b0, seq_stage}} : {16 * W}'b0"
-            if W > L else "(i == 0) ? seq_stage : " + f"{16 * W}'b0",
+            "stage_data": f"stage_row[i*{16 * W} +: {16 * W}]",
             "dma_we": f"dq_wr_valid & ~(seq_vs_wr_en & (seq_vs_wr_row[{msb}] == "
                       f"dq_wr_row[{msb}])) & (dq_wr_bank == i)",
             "dma_row": "dq_wr_row", "dma_data": "dq_wr_data",
