@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from memwall.golden import dplena as golden
 from memwall.hdl.dplena.program import Workload
-from memwall.verif.dplena.core_run import logits_in_sram, run_core
+from memwall.verif.dplena.core_run import run_core
 
 from memwall.config import load_config
 from memwall.dplena_model import estimate
@@ -39,7 +39,7 @@ def _case(seed: int, batch: int, block_len: int, vocab: int, k_max: int):
 
 
 def _check(cfg, wl, logits, x, rtl, *, exact_cycles=True):
-    z = logits_in_sram(logits, wl.logits_format)
+    z = golden.prepare_logits(logits, wl.logits_format)
     want = golden.sample_step_hw(z, x, wl.mask_id, wl.k, cfg.vlen, stable_max=cfg.stable_max,
                                  v_chunk=wl.v_chunk)
     for key in ("x", "x0", "transfer"):
@@ -84,3 +84,11 @@ def test_verilator():
     logits, x, k = _case(12, 2, 8, 130, cfg.k_max)
     wl = Workload(2, 8, 130, 64, tuple(k), MASK_ID, "mxfp8")
     _check(cfg, wl, logits, x, run_core(cfg, wl, logits, x, sim="verilator"))
+
+
+def test_paper_config_smoke():
+    """dplena512 itself (512 lanes, 8 banks, 64 B port) on a short step: two chunks per row."""
+    cfg = load_config("dplena512")
+    logits, x, k = _case(13, 1, 4, 1500, cfg.k_max)
+    wl = Workload(1, 4, 1500, 1024, (2,), MASK_ID, "mxfp8")
+    _check(cfg, wl, logits, x, run_core(cfg, wl, logits, x))

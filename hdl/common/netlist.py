@@ -25,7 +25,7 @@ from amaranth.hdl import ClockSignal, Instance, ResetSignal, Value
 from amaranth.lib import wiring
 
 __all__ = ["Design", "ModuleInfo", "Port", "unique_submodule", "port_values", "module_key",
-           "Netlist"]
+           "Netlist", "Structural"]
 
 _current_design: contextvars.ContextVar[Design | None] = contextvars.ContextVar(
     "memwall_design", default=None)
@@ -338,3 +338,11 @@ class Netlist:
             lines.append(f"  {direction} {rng}{pname};")
         lines += self._wires + self._body + ["endmodule"]
         return "\n".join(lines) + "\n"
+
+
+class Structural:
+    """Mixin for components that exist only as structural Verilog (``emit_verilog``)."""
+
+    def elaborate(self, platform):
+        raise NotImplementedError(f"{type(self).__name__} is built as structural Verilog; "
+                                  f"generate it with a Design and simulate that")

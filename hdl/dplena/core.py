@@ -243,6 +243,12 @@ class Sequencer(wiring.Component):
             m.d.sync += pend_valid.eq(0)
         fifo_slot = ~pend_valid | fifo.w_rdy   # a read issued now can land in `pend` next cycle
 
+        def read_row(row):
+            """Read a Vector SRAM row: its lanes 0..L-1 are on ``vs_rd_lo`` next cycle."""
+            m.d.comb += [self.vs_rd_en.eq(1), self.vs_rd_row.eq(row)]
+
+        lo_nonzero = Cat(lane != 0 for lane in self.vs_rd_lo)   # a 0/1 mask row as bits
+
         red_cmd = self.red_i.payload
         ew_cmd = self.ew_i.payload
         m.d.comb += [self.red_o.ready.eq(1), self.ew_o.ready.eq(1),
@@ -440,12 +446,12 @@ class Sequencer(wiring.Component):
                     # 3: stream to top-k; 4: mask -> stage; 5: write row.
                     with m.Switch(step):
                         with m.Case(0):
-                            m.d.comb += [self.vs_rd_en.eq(1), self.vs_rd_row.eq(g2)]
+                            read_row(g2)
                             m.d.sync += [step.eq(1), issued.eq(0), n_items.eq(imm)]
                         with m.Case(1):
-                            m.d.sync += [flags.eq(Cat(lane != 0 for lane in self.vs_rd_lo)),
+                            m.d.sync += [flags.eq(lo_nonzero),
                                          step.eq(2)]
-                            m.d.comb += [self.vs_rd_en.eq(1), self.vs_rd_row.eq(g1)]
+                            read_row(g1)
                         with m.Case(2):
                             m.d.sync += [Cat(*stage).eq(self.vs_rd_lo), step.eq(3)]
                         with m.Case(3):
@@ -474,11 +480,11 @@ class Sequencer(wiring.Component):
                         m.d.sync += retired.eq(retired + 1)
                     with m.Switch(step):
                         with m.Case(0):
-                            m.d.comb += [self.vs_rd_en.eq(1), self.vs_rd_row.eq(g3)]
+                            read_row(g3)
                             m.d.sync += [step.eq(1), issued.eq(0), retired.eq(0),
                                          n_items.eq(imm)]
                         with m.Case(1):
-                            m.d.sync += [flags.eq(Cat(lane != 0 for lane in self.vs_rd_lo)),
+                            m.d.sync += [flags.eq(lo_nonzero),
                                          step.eq(2)]
                         with m.Case(2):
                             with m.If(issued != n_items):
@@ -510,7 +516,7 @@ class Sequencer(wiring.Component):
                 with m.Case(Op.H_STORE_V):
                     with m.Switch(step):
                         with m.Case(0):
-                            m.d.comb += [self.vs_rd_en.eq(1), self.vs_rd_row.eq(g1)]
+                            read_row(g1)
                             m.d.sync += [step.eq(1), issued.eq(0), n_items.eq(imm)]
                         with m.Case(1):
                             m.d.sync += [Cat(*stage).eq(self.vs_rd_lo), step.eq(2)]

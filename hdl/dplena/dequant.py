@@ -24,7 +24,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 from memwall.golden.formats import BF16
-from memwall.hdl.common.netlist import Design, Netlist
+from memwall.hdl.common.netlist import Design, Netlist, Structural
 
 __all__ = ["DequantLane", "DequantControl", "Dequantiser", "dequant_cmd_layout", "MX_BLOCK",
            "MX_GROUP_BEATS"]
@@ -263,13 +263,7 @@ class DequantControl(wiring.Component):
         return m
 
 
-class _Structural:
-    def elaborate(self, platform):
-        raise NotImplementedError(f"{type(self).__name__} is built as structural Verilog; "
-                                  f"generate it with a Design and simulate that")
-
-
-class Dequantiser(_Structural, wiring.Component):
+class Dequantiser(Structural, wiring.Component):
     """HBM prefetch stream -> Vector SRAM writes: one :class:`DequantControl`, ``W`` lanes.
 
     Ports as :class:`DequantControl` for ``cmd``, ``beat``, ``wr_*`` and ``busy``, plus

@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 from memwall.hdl.common.fp import FpAdd, bf16_key
 from memwall.hdl.common.lanes import LockstepControl
-from memwall.hdl.common.netlist import Design, Netlist, unique_submodule
+from memwall.hdl.common.netlist import Design, Netlist, Structural, unique_submodule
 
 __all__ = ["ReduceOp", "ReductionNode", "ReductionLeafPair", "CountSplit", "ReductionTree",
            "ReductionAccumulator", "ReductionUnit", "reduction_tree", "reduce_cmd_layout",
@@ -128,13 +128,7 @@ class CountSplit(wiring.Component):
         return m
 
 
-class _Structural:
-    def elaborate(self, platform):
-        raise NotImplementedError(f"{type(self).__name__} is built as structural Verilog; "
-                                  f"generate it with a Design and simulate that")
-
-
-class ReductionTree(_Structural, wiring.Component):
+class ReductionTree(Structural, wiring.Component):
     """Pipelined pairwise tree over ``lanes`` >= 4 BF16 inputs: (max, its index) and FP32 sum.
 
     Lanes ``count`` and above are invalid: they never win the max and add ``+0`` to the sum.
@@ -276,7 +270,7 @@ class ReductionAccumulator(wiring.Component):
         return m
 
 
-class ReductionUnit(_Structural, wiring.Component):
+class ReductionUnit(Structural, wiring.Component):
     """Reduces vectors of any length, VLEN lanes per chunk, to one result per vector.
 
     Each ``i`` transfer carries one chunk (``data`` sampled with it) and its command. Results:

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import numpy as np
 from memwall.golden import hbm
+from memwall.golden.dplena import prepare_logits
 from memwall.golden.formats import BF16
 from memwall.golden.mxfp8 import quantize
 from memwall.hdl.dplena.config import DplenaConfig
 from memwall.hdl.dplena.core import TOP_NAME, DplenaCore
 from memwall.hdl.dplena.program import Program, Workload, generate
 
-__all__ = ["hbm_beats", "logits_in_sram", "run_core"]
+__all__ = ["hbm_beats", "run_core"]
 
 
 def hbm_beats(program: Program, logits) -> np.ndarray:
@@ -33,7 +34,7 @@ def hbm_beats(program: Program, logits) -> np.ndarray:
     if wl.logits_format == "mxfp8":
         elements, scales = quantize(z)
     else:
-        bits = logits_in_sram(z, "bf16")
+        bits = prepare_logits(z, "bf16")
     beats = []
     for p in program.prefetches:
         if wl.logits_format == "mxfp8":
@@ -44,14 +45,6 @@ def hbm_beats(program: Program, logits) -> np.ndarray:
             beats.append(hbm.prefetch_beats_bf16(bits[p.b, p.l, p.start:p.start + p.count],
                                                  width))
     return np.concatenate(beats) if beats else np.zeros((0, width), np.uint8)
-
-
-def logits_in_sram(logits, fmt: str) -> np.ndarray:
-    """BF16 bits the Vector SRAM receives for ``fmt`` ("mxfp8" or "bf16")."""
-    from memwall.golden.dplena import prepare_logits
-    if fmt == "bf16":
-        return prepare_logits(logits, "bf16")
-    return prepare_logits(logits, "mxfp8")
 
 
 def run_core(cfg: DplenaConfig, workload: Workload, logits, x, *, sim: str | None = None,
