@@ -115,6 +115,15 @@ def cmd_model_dplena(args) -> None:
                            "logits_format": wl.logits_format},
               **estimate(cfg, wl, steps).as_dict()}
     result["latency_ms"] = result["cycles"] / (cfg.clock_mhz * 1e3)
+    bl = batch * block_len
+    # Paper Eq. 2-4 (edge mode) next to what this core holds for the workload.
+    result["sram_bytes"] = {
+        "paper_eq2_int": 2 * bl * 4, "paper_eq3_fp": max(block_len, cfg.vlen) * 2,
+        "paper_eq4_vector": (3 * bl + min(wl.v_chunk, vocab)) * 2,
+        "int_used": (2 * bl + batch) * 4, "fp_used": block_len * 2,
+        "vector_used": (2 * -(-min(wl.v_chunk, vocab) // cfg.vlen) + 3) * cfg.vlen * 2,
+        "int_config": cfg.int_sram_words * 4, "fp_config": cfg.fp_sram_words * 2,
+        "vector_config": cfg.vector_sram_kib * 1024}
     if args.json:
         print(json.dumps(result, sort_keys=True))
         return
