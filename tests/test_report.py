@@ -43,8 +43,10 @@ def test_linear_fit_exact_and_noisy():
 
 def test_unit_groups():
     assert unit_group("reduction_unit_vlen512") == "vector"
-    assert unit_group("masked_select_unit_lanes512_tagwidth4_width32") == "vector"
-    assert unit_group("topk_mask_unit_kmax32_length32") == "scalar"
+    assert unit_group("elementwise_unit_vlen512") == "vector"
+    assert unit_group("sequencer_fe6f00fd") == "scalar"
+    assert unit_group("vector_sram_bank_lanes64_rows64") == "vector SRAM"
+    assert unit_group("mx_dequantiser_beatbytes64_rowbits6_vlen512") == "dequantiser"
     assert unit_group("shield_controller") == "other"
 
 
