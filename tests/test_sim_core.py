@@ -71,6 +71,20 @@ def test_step_matches_golden(case):
     _check(cfg, wl, logits, x, run_core(cfg, wl, logits, x))
 
 
+def test_prefetch_collides_with_row_writes():
+    """5 rows x 3 chunks: batch 1's first (long) chunk streams into buffer B while batch 0's
+    phase-3 rows are written to the same half, so the prefetch must wait a cycle. That chunk
+    carries almost all of its row's probability mass, so a lost prefetch write shows in the
+    confidence."""
+    cfg = load_config("dplena64")
+    logits, x, k = _case(21, 2, 5, 6108, cfg.k_max)
+    rng = np.random.default_rng(22)
+    logits[1, 0, :3008] = 20.0 + rng.standard_normal(3008).astype(np.float32)
+    x[1, 0] = MASK_ID
+    wl = Workload(2, 5, 6108, 3008, tuple(k), MASK_ID, "mxfp8")
+    _check(cfg, wl, logits, x, run_core(cfg, wl, logits, x))
+
+
 def test_two_banks_with_stalls():
     """dplena64: two 32-lane banks per row; random HBM gaps and output back-pressure."""
     cfg = load_config("dplena64")
