@@ -226,17 +226,12 @@ class Sequencer(wiring.Component):
 
         # --- multi-cycle instruction state ----------------------------------------------------
         step = Signal(range(8))          # sub-phase of the running instruction
-        n_items = Signal(32)             # rows (vector ops) or elements (element ops)
         issued = Signal(32)
         retired = Signal(32)
-        left = Signal(32)                # elements not yet issued (vector ops)
-        row_base = Signal(32)
         # one cycle behind an issue: the SRAM data is valid now
         p_valid, p_first, p_last = Signal(), Signal(), Signal()
         p_lanes = Signal(range(vlen + 1))
         p_index = Signal(range(max(L, 2)))
-        dma_fresh = Signal()             # a prefetch was accepted last cycle (busy not yet up)
-        m.d.sync += dma_fresh.eq(self.dma_cmd.valid & self.dma_cmd.ready)
         pend_valid, pend_data = Signal(), Signal(32)   # a word on its way to the FIFO
         m.d.comb += [fifo.w_en.eq(pend_valid), fifo.w_data.eq(pend_data)]
         with m.If(pend_valid & fifo.w_rdy):
@@ -253,20 +248,24 @@ class Sequencer(wiring.Component):
         ew_cmd = self.ew_i.payload
         m.d.comb += [self.red_o.ready.eq(1), self.ew_o.ready.eq(1),
                      self.red_i.valid.eq(0), self.ew_i.valid.eq(0)]
-        rows_of = (g2 + (vlen - 1)) >> vshift
+        # The operand registers hold still while an instruction runs, so its size is derived:
+        # rows of a vector operand (g2 elements), or the immediate element count.
+        vector_op = ((op == Op.V_RED_MAX) | (op == Op.V_RED_SUM) | (op == Op.V_RED_MAX_IDX) |
+                     (op == Op.V_SUB_VF) | (op == Op.V_EXP_V))
+        n_items = Mux(vector_op, (g2 + (vlen - 1)) >> vshift, imm)
+        left = g2 - (issued << vshift)   # elements of a vector operand not yet issued
 
         def start_vector():
-            m.d.sync += [n_items.eq(rows_of), issued.eq(0), retired.eq(0), left.eq(g2),
-                         row_base.eq(g1), step.eq(1)]
+            m.d.sync += [issued.eq(0), retired.eq(0), step.eq(1)]
 
         def issue_rows():
             """Read one row per cycle; the unit sees it, with its command, the next cycle."""
             with m.If(issued != n_items):
-                m.d.comb += [self.vs_rd_en.eq(1), self.vs_rd_row.eq(row_base + issued)]
+                m.d.comb += [self.vs_rd_en.eq(1), self.vs_rd_row.eq(g1 + issued)]
                 m.d.sync += [p_valid.eq(1), p_first.eq(issued == 0),
                              p_last.eq(issued + 1 == n_items),
                              p_lanes.eq(Mux(left >= vlen, vlen, left)),
-                             issued.eq(issued + 1), left.eq(left - vlen)]
+                             issued.eq(issued + 1)]
             with m.Else():
                 m.d.sync += p_valid.eq(0)
 
@@ -383,13 +382,13 @@ class Sequencer(wiring.Component):
                         m.d.comb += done.eq(1)
                 # ----- prefetch -----
                 with m.Case(Op.H_PREFETCH_V):
-                    m.d.comb += [self.dma_cmd.valid.eq(~self.dma_busy & ~dma_fresh),
+                    m.d.comb += [self.dma_cmd.valid.eq(~self.dma_busy),
                                  self.dma_cmd.payload.count.eq(g1),
                                  self.dma_cmd.payload.row.eq(g_rd),
                                  self.dma_cmd.payload.bf16.eq(imm[0]),
                                  done.eq(self.dma_cmd.valid & self.dma_cmd.ready)]
                 with m.Case(Op.H_WAIT):
-                    m.d.comb += done.eq(~self.dma_busy & ~dma_fresh)
+                    m.d.comb += done.eq(~self.dma_busy)
                 # ----- vector -----
                 with m.Case(Op.V_RED_MAX, Op.V_RED_SUM, Op.V_RED_MAX_IDX):
                     with m.If(step == 0):
@@ -425,8 +424,7 @@ class Sequencer(wiring.Component):
                 with m.Case(Op.S_MAP_V_FP, Op.V_CMP_EQ_INT):
                     # step 0: clear the stage; 1: read element `issued` per cycle; 2: write row.
                     with m.If(step == 0):
-                        m.d.sync += [Cat(*stage).eq(0), issued.eq(0), n_items.eq(imm),
-                                     p_valid.eq(0), step.eq(1)]
+                        m.d.sync += [Cat(*stage).eq(0), issued.eq(0), p_valid.eq(0), step.eq(1)]
                     with m.Elif(step == 1):
                         with m.If(issued != n_items):
                             m.d.sync += [issued.eq(issued + 1), p_valid.eq(1),
@@ -447,7 +445,7 @@ class Sequencer(wiring.Component):
                     with m.Switch(step):
                         with m.Case(0):
                             read_row(g2)
-                            m.d.sync += [step.eq(1), issued.eq(0), n_items.eq(imm)]
+                            m.d.sync += [step.eq(1), issued.eq(0)]
                         with m.Case(1):
                             m.d.sync += [flags.eq(lo_nonzero),
                                          step.eq(2)]
@@ -481,8 +479,7 @@ class Sequencer(wiring.Component):
                     with m.Switch(step):
                         with m.Case(0):
                             read_row(g3)
-                            m.d.sync += [step.eq(1), issued.eq(0), retired.eq(0),
-                                         n_items.eq(imm)]
+                            m.d.sync += [step.eq(1), issued.eq(0), retired.eq(0)]
                         with m.Case(1):
                             m.d.sync += [flags.eq(lo_nonzero),
                                          step.eq(2)]
@@ -503,7 +500,7 @@ class Sequencer(wiring.Component):
                     # be full, and the read port does not hold its data).
                     with m.Switch(step):
                         with m.Case(0):
-                            m.d.sync += [step.eq(1), issued.eq(0), n_items.eq(imm)]
+                            m.d.sync += [step.eq(1), issued.eq(0)]
                         with m.Case(1):
                             with m.If(issued == n_items):
                                 m.d.sync += step.eq(0)
@@ -517,7 +514,7 @@ class Sequencer(wiring.Component):
                     with m.Switch(step):
                         with m.Case(0):
                             read_row(g1)
-                            m.d.sync += [step.eq(1), issued.eq(0), n_items.eq(imm)]
+                            m.d.sync += [step.eq(1), issued.eq(0)]
                         with m.Case(1):
                             m.d.sync += [Cat(*stage).eq(self.vs_rd_lo), step.eq(2)]
                         with m.Default():
