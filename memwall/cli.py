@@ -245,6 +245,16 @@ MODEL_COMMANDS = {"shield": cmd_model_shield, "dplena": cmd_model_dplena}
 RUN_COMMANDS = {"shield": cmd_run_shield, "dplena": cmd_run_dplena}
 
 
+def _add_dplena_stream_options(parser: argparse.ArgumentParser) -> None:
+    """How d-PLENA logits reach the core: the same two options on golden, model and run."""
+    parser.add_argument("--logits-format", choices=["bf16", "mxfp8"], default=None,
+                        help="dplena: how logits are held in HBM before dequantisation "
+                             "(default: the config's logits_format)")
+    parser.add_argument("--v-chunk", type=int, default=None,
+                        help="dplena: logits per prefetch chunk (default: the largest that fits "
+                             "the config's Vector SRAM, evened out)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memwall", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -262,12 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     golden.add_argument("--config", required=True, help="config name or .yaml path")
     golden.add_argument("--inputs", required=True, help="input .npz (logits, x, mask_id, k)")
     golden.add_argument("--out", required=True, help="output .npz (x, x0, confidence, transfer)")
-    golden.add_argument("--logits-format", choices=["bf16", "mxfp8"], default=None,
-                        help="how logits are held in HBM before dequantisation "
-                             "(default: the config's logits_format)")
-    golden.add_argument("--v-chunk", type=int, default=None,
-                        help="logits per prefetch chunk (fused mode; default: the largest that "
-                             "fits the config's Vector SRAM, evened out)")
+    _add_dplena_stream_options(golden)
     golden.set_defaults(func=cmd_golden)
 
     synth = sub.add_parser("synth", help="synthesis, timing and power of a config on a PDK")
@@ -293,9 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument("--trace", help="shield: workload trace (.yaml)")
     model.add_argument("--workload", help="dplena: B,L,V,T (batch, block length, vocabulary, "
                                           "diffusion steps)")
-    model.add_argument("--v-chunk", type=int, default=None, help="dplena: logits per chunk")
-    model.add_argument("--logits-format", choices=["bf16", "mxfp8"], default=None,
-                       help="dplena: HBM logits format (default: the config's)")
+    _add_dplena_stream_options(model)
     model.add_argument("--json", action="store_true", help="print one JSON object")
     model.set_defaults(func=lambda args: MODEL_COMMANDS[args.unit](args))
 
@@ -308,9 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", required=True,
                      help="output: .json (shield); .npz (dplena: x, x0, confidence, transfer, "
                           "cycles)")
-    run.add_argument("--v-chunk", type=int, default=None, help="dplena: logits per chunk")
-    run.add_argument("--logits-format", choices=["bf16", "mxfp8"], default=None,
-                     help="dplena: HBM logits format (default: the config's)")
+    _add_dplena_stream_options(run)
     run.add_argument("--sim", choices=["icarus", "verilator"], default=None,
                      help="simulator (default: $SIM or icarus)")
     run.set_defaults(func=lambda args: RUN_COMMANDS[args.unit](args))
