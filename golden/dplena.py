@@ -44,7 +44,16 @@ from typing import Any
 import numpy as np
 
 from .formats import BF16, FP32, round_to_bf16
-from .fparith import bf16_key, fp32_to_bf16, fp_add, fp_mul, fp_sub, reduce_max_idx, reduce_sum
+from .fparith import (
+    bf16_key,
+    bf16_to_fp32,
+    fp32_to_bf16,
+    fp_add,
+    fp_mul,
+    fp_sub,
+    reduce_max_idx,
+    reduce_sum,
+)
 from .mxfp8 import dequantize, quantize
 from .transcendental import bf16_exp, bf16_recip
 
@@ -221,15 +230,11 @@ def online_confidence_hw(logits_bf16_bits, vlen: int, v_chunk: int):
         m = np.where(take, mc, m).astype(np.uint16)
         idx = np.where(take, base + np.asarray(ic, dtype=np.int64), idx)
         scale = bf16_exp(fp_sub(m_old, m, BF16))
-        s = fp_mul(s, _widen(scale), FP32)
+        s = fp_mul(s, bf16_to_fp32(scale), FP32)
         e = bf16_exp(fp_sub(chunk, np.broadcast_to(m[..., None], chunk.shape), BF16))
         s = fp_add(s, np.asarray(reduce_sum(e, vlen), dtype=np.uint32), FP32)
     conf = bf16_recip(fp32_to_bf16(s))
     return idx, np.asarray(conf, dtype=np.uint16)
-
-
-def _widen(bf16_bits) -> np.ndarray:
-    return np.asarray(bf16_bits, dtype=np.uint32) << np.uint32(16)
 
 
 # --- top-k and select -----------------------------------------------------------------------------

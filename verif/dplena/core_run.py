@@ -48,7 +48,7 @@ def hbm_beats(program: Program, logits) -> np.ndarray:
 
 
 def run_core(cfg: DplenaConfig, workload: Workload, logits, x, *, sim: str | None = None,
-             seed: int | None = None, stall: bool = False, work_dir: Path | None = None) -> dict:
+             seed: int | None = None, stall: bool = False) -> dict:
     """Simulate one step of ``workload`` on ``cfg``'s core.
 
     Returns ``x``, ``x0`` (int64 (B, L)), ``confidence`` (float32: the BF16 confidence where
@@ -63,7 +63,7 @@ def run_core(cfg: DplenaConfig, workload: Workload, logits, x, *, sim: str | Non
     beats = hbm_beats(program, logits)
     x = np.asarray(x, dtype=np.int64)
     image = program.int_image(x)
-    with tempfile.TemporaryDirectory(dir=work_dir) as tmp:
+    with tempfile.TemporaryDirectory() as tmp:
         job, result = Path(tmp) / "job.npz", Path(tmp) / "result.npz"
         np.savez(job, program=np.asarray(program.words, dtype=np.uint64),
                  int_addr=np.asarray(list(image), dtype=np.int64),
