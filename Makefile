@@ -15,7 +15,7 @@ PYTEST_WORKERS ?= 2
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@missing=""; for t in $(DEBIAN_TOOLS); do command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "memwall: missing Debian packages:$$missing (run: sudo apt-get install -y$$missing)" >&2; exit 1; fi; \

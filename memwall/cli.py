@@ -65,7 +65,7 @@ def cmd_golden(args) -> None:
 
 def _v_chunk(cfg, args, vocab: int) -> int:
     """``--v-chunk`` or the cycle model's default for the config; checked against the core."""
-    from memwall.dplena_model import default_v_chunk
+    from memwall.families.dplena.model import default_v_chunk
     from memwall.hdl.dplena.program import WorkloadError
 
     try:
@@ -96,7 +96,7 @@ def _dplena_workload(cfg, args, shape, k, mask_id):
 def cmd_model_dplena(args) -> None:
     import json
 
-    from memwall.dplena_model import estimate
+    from memwall.families.dplena.model import estimate
 
     cfg = _load(args.config, "dplena")
     if not args.workload:

@@ -3,7 +3,7 @@
 Each case runs the generated ``dplena_core`` (program from the generator, logits through the
 HBM port and the dequantiser) and checks ``x``, ``x0``, the confidence bits and ``transfer``
 against :func:`memwall.golden.dplena.sample_step_hw` bit for bit, and the cycle count against
-the cycle model (:mod:`memwall.dplena_model`, within 2 %; it is exact when nothing stalls).
+the cycle model (:mod:`memwall.families.dplena.model`, within 2 %; it is exact when nothing stalls).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from memwall.hdl.dplena.program import Workload
 from memwall.verif.dplena.core_run import run_core
 
 from memwall.config import load_config
-from memwall.dplena_model import estimate
+from memwall.families.dplena.model import estimate
 
 MASK_ID = 126336
 

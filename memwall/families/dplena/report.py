@@ -1,7 +1,7 @@
 """Regenerate ``reports/dplena/``: sampling-step cycles against the paper's Table II and the
-bound, and the paper's Fig. 5 sweeps (``python -m memwall.dplena_report``, part of ``make bench``).
+bound, and the paper's Fig. 5 sweeps (``python -m memwall.families.dplena.report``, part of ``make bench``).
 
-Every figure comes from the cycle model (:mod:`memwall.dplena_model`), which runs the program the
+Every figure comes from the cycle model (:mod:`memwall.families.dplena.model`), which runs the program the
 RTL runs and equals the RTL's cycle count on the regression workloads (``tests/test_sim_core.py``).
 Writes ``cycles.json`` (every number), ``README.md`` (the tables) and ``fig5_sweeps.png``.
 """
@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 
 from memwall.config import load_config
-from memwall.dplena_model import default_v_chunk, estimate
+from memwall.families.dplena.model import default_v_chunk, estimate
 from memwall.files import write_json_atomic
 from memwall.hdl.dplena.program import Workload
 
 __all__ = ["table_ii", "fig5", "main"]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_OUT = ROOT / "reports" / "dplena"
 #: Table II workload: T=1, B=16, L=32, V=126464 (LLaDA's vocabulary), paper latency in ms.
 TABLE_II = {"B": 16, "L": 32, "V": 126464, "T": 1}
@@ -134,7 +134,7 @@ def _readme(rows: list[dict], fig5_data: dict, elapsed: float) -> str:
     lines = [
         "# d-PLENA sampling step: cycles",
         "",
-        "Regenerate with `python -m memwall.dplena_report` (or `make bench`). Numbers are from "
+        "Regenerate with `python -m memwall.families.dplena.report` (or `make bench`). Numbers are from "
         "the cycle model (`memwall model dplena`), which runs the same program image as the "
         "RTL and matches the RTL's cycle count on every regression workload "
         "(`tests/test_sim_core.py`). 1 GHz clock.",
@@ -221,7 +221,7 @@ def build_report(out: Path = DEFAULT_OUT) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m memwall.dplena_report",
+    parser = argparse.ArgumentParser(prog="python -m memwall.families.dplena.report",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
     args = parser.parse_args(argv)
