@@ -1,7 +1,7 @@
 """Named configurations: ``configs/<name>.yaml`` validated into a frozen config object.
 
-Every unit family registers one frozen dataclass with :func:`register_unit`. A YAML file names its
-unit with ``unit:``; every other key must be a field of that unit's dataclass. Each field carries
+Every unit family (:mod:`memwall.family`) has one frozen dataclass, its ``config_class``. A YAML
+file names its family with ``unit:``; every other key must be a field of that dataclass. Each field carries
 its check in the dataclass metadata, so the error says the file, the key and what is allowed.
 """
 
@@ -13,12 +13,12 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
 __all__ = [
-    "ConfigError", "CONFIG_DIR", "UnitConfig", "register_unit", "unit_names", "available_configs",
+    "ConfigError", "CONFIG_DIR", "UnitConfig", "unit_names", "available_configs",
     "load_config", "config_from_dict", "field", "power_of_two", "int_range", "number_range",
     "one_of",
 ]
@@ -87,8 +87,12 @@ def _default(f: dataclasses.Field) -> Any:
 
 
 class UnitConfig:
-    """What every unit's config offers the shared flow (gen, SDC, config.mk): a clock."""
+    """What every unit's config offers the shared flow (gen, SDC, config.mk): a clock.
 
+    A subclass sets ``unit_name`` (a class attribute, not a field) to its family's name.
+    """
+
+    unit_name: ClassVar[str]
     clock_mhz: float
 
     @property
@@ -96,29 +100,14 @@ class UnitConfig:
         return 1000.0 / self.clock_mhz
 
 
-# --- registry -----------------------------------------------------------------------------------
+def _config_classes() -> dict[str, type]:
+    from memwall.family import families
 
-_UNITS: dict[str, type] = {}
-
-
-def register_unit(name: str):
-    """Class decorator: make a frozen config dataclass loadable as ``unit: <name>``."""
-    def wrap(cls):
-        _UNITS[name] = cls
-        cls.unit_name = name
-        return cls
-    return wrap
+    return {name: fam.config_class for name, fam in families().items()}
 
 
 def unit_names() -> list[str]:
-    _import_units()
-    return sorted(_UNITS)
-
-
-def _import_units() -> None:
-    # Unit config modules register themselves on import.
-    from memwall.hdl.dplena import config as _dplena  # noqa: F401
-    from memwall.hdl.shield import config as _shield  # noqa: F401
+    return sorted(_config_classes())
 
 
 def available_configs(config_dir: Path = CONFIG_DIR) -> list[str]:
@@ -127,7 +116,7 @@ def available_configs(config_dir: Path = CONFIG_DIR) -> list[str]:
 
 def config_from_dict(raw: Any, source: str, name: str):
     """Validate a mapping (as read from YAML) into the unit's frozen config object."""
-    _import_units()
+    units = _config_classes()
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: expected a mapping of keys to values, "
                           f"got {type(raw).__name__}")
@@ -135,10 +124,10 @@ def config_from_dict(raw: Any, source: str, name: str):
     if bad_keys:
         raise ConfigError(f"{source}: keys must be names, got {bad_keys[0]!r}")
     unit = raw.get("unit")
-    if not isinstance(unit, str) or unit not in _UNITS:
+    if not isinstance(unit, str) or unit not in units:
         raise ConfigError(f"{source}: key 'unit' is {unit!r}; allowed units: "
-                          + ", ".join(sorted(_UNITS)))
-    cls = _UNITS[unit]
+                          + ", ".join(sorted(units)))
+    cls = units[unit]
     # `name` is the file name (the CONFIG name), never a key inside the file.
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name != "name"}
     unknown = sorted(set(raw) - set(fields) - {"unit"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from amaranth.utils import ceil_log2
 
@@ -14,15 +15,14 @@ from memwall.config import (
     number_range,
     one_of,
     power_of_two,
-    register_unit,
 )
 
 __all__ = ["DplenaConfig"]
 
 
-@register_unit("dplena")
 @dataclass(frozen=True)
 class DplenaConfig(UnitConfig):
+    unit_name: ClassVar[str] = "dplena"
     name: str = "dplena"
     vlen: int = field(512, power_of_two(8, 4096), "vector lanes (elements per vector op)")
     block_len: int = field(32, int_range(2, 1024), "L: tokens per diffusion block")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 from amaranth.utils import ceil_log2
 
@@ -20,7 +21,6 @@ from memwall.config import (
     int_range,
     number_range,
     one_of,
-    register_unit,
 )
 
 __all__ = ["ShieldConfig", "FORMATS", "DEFAULT_RETENTION"]
@@ -59,9 +59,9 @@ def _retention_check(value):
     return None
 
 
-@register_unit("shield")
 @dataclass(frozen=True)
 class ShieldConfig(UnitConfig):
+    unit_name: ClassVar[str] = "shield"
     name: str = "shield"
     format: str = field("bf16", one_of(*FORMATS), "number format of the stored words")
     kv_words: int = field(1 << 20, int_range(1, 1 << 30), "B_KV: KV-cache words")
