@@ -49,7 +49,86 @@ def test_kv_only_policy():
     assert p1 == pytest.approx(CFG_2MB.p_leak_mw + CFG_2MB.e_ref_cycle_nj / 3250.0)
 
 
-def test_paper_calibration_of_shield_2mb():
+# The paper's own numbers (SHIELD Sec. III-B, IV-A/B), typed here and not read from a config,
+# so the checks below are independent of configs/shield_2mb.yaml and of golden/shield.py.
+PAPER_HI, PAPER_LO = 9, 7            # BF16: sign + 8 exponent bits | 7 mantissa bits (Eq. 6-8)
+PAPER_T_STD, PAPER_T_REL = 45.0, 1216.0   # µs (Eq. 4, Eq. 7)
+PAPER_P_LEAK = 0.95                  # mW, 2 MB eDRAM array (DESTINY, Sec. IV-A)
+PAPER_GAIN, PAPER_ETA = 1.35, 0.35   # Fig. 5a P_base/P_SHIELD; abstract/Fig. 5b eta
+
+
+def paper_eq4_to_8(e_ref, f, p_leak):
+    """P_base and P_SHIELD (mW) term by term as the paper writes them."""
+    p_base = p_leak + e_ref / PAPER_T_STD                                # Eq. 4
+    p_exp = PAPER_HI / 16 * e_ref / PAPER_T_STD                          # Eq. 6
+    p_kv = PAPER_LO / 16 * f * e_ref / PAPER_T_REL                       # Eq. 7
+    p_qo = 0.0                                                           # Eq. 8
+    return p_base, p_leak + p_exp + p_kv + p_qo                          # Eq. 5
+
+
+def _solve_e_ref(target, f, p_leak=PAPER_P_LEAK):
+    """E_ref_cycle (nJ) at which Eq. 4-8 give ``target(p_base, p_shield) == 0``, by bisection
+    (the golden model uses a closed form)."""
+    lo, hi = 1e-3, 1e6
+    g_lo = target(*paper_eq4_to_8(lo, f, p_leak))
+    for _ in range(200):
+        mid = math.sqrt(lo * hi)
+        g = target(*paper_eq4_to_8(mid, f, p_leak))
+        if (g > 0) == (g_lo > 0):
+            lo, g_lo = mid, g
+        else:
+            hi = mid
+    return math.sqrt(lo * hi)
+
+
+def test_eq9_recomputed_from_the_papers_numbers():
+    """A check, not a pin: eta of Eq. 9 and P_base/P_SHIELD of Eq. 4-8 from the paper's stated
+    numbers, against the golden model with shield_2mb's format and intervals. Wrong fractions,
+    intervals or a mis-wired term in the model fail here whatever E_ref_cycle is."""
+    assert (CFG_2MB.hi_bits, CFG_2MB.lo_bits) == (PAPER_HI, PAPER_LO)
+    assert (CFG_2MB.t_std_us, CFG_2MB.t_rel_us) == (PAPER_T_STD, PAPER_T_REL)
+    assert CFG_2MB.p_leak_mw == PAPER_P_LEAK
+    # Eq. 9 at the paper's numbers: 7/16 (f = 0) down to 7/16 (1 - 45/1216) (f = 1).
+    assert s.eta_eq9(CFG_2MB, 0.0) == pytest.approx(0.4375, rel=1e-12)
+    assert s.eta_eq9(CFG_2MB, 0.5) == pytest.approx(0.429404810855, rel=1e-11)
+    assert s.eta_eq9(CFG_2MB, 1.0) == pytest.approx(0.421309621711, rel=1e-11)
+    for f in (0.0, 0.2, 0.5, 0.8, 1.0):
+        for e_ref in (1.0, CFG_2MB.e_ref_cycle_nj, 188.0):
+            for p_leak in (0.0, PAPER_P_LEAK):
+                cfg = s.PowerParams.from_config(CFG_2MB, e_ref_cycle_nj=e_ref, p_leak_mw=p_leak)
+                base, shield = paper_eq4_to_8(e_ref, f, p_leak)
+                assert s.p_base(cfg) == pytest.approx(base, rel=1e-12)
+                assert s.p_shield(cfg, f) == pytest.approx(shield, rel=1e-12)
+                assert s.eta(cfg, f) == pytest.approx(1 - shield / base, rel=1e-12)
+                if p_leak == 0.0:   # Eq. 9 is the refresh-only ratio
+                    assert s.eta_eq9(cfg, f) == pytest.approx(1 - shield / base, rel=1e-12)
+
+
+def test_paper_figures_need_what_paper_calibration_says():
+    """A check of :func:`paper_calibration` by root-finding on the paper's Eq. 4-8: the E_ref_cycle
+    that gives Fig. 5a's 1.35x, and the one that gives eta = 35 % with leakage, at f = 0 and 1."""
+    rows = {r["figure"]: r for r in s.paper_calibration(CFG_2MB)}
+    gain = _solve_e_ref(lambda b, p: b / p - PAPER_GAIN, 0.0), \
+        _solve_e_ref(lambda b, p: b / p - PAPER_GAIN, 1.0)
+    eta35 = _solve_e_ref(lambda b, p: 1 - p / b - PAPER_ETA, 0.0), \
+        _solve_e_ref(lambda b, p: 1 - p / b - PAPER_ETA, 1.0)
+    assert rows["Fig. 5a"]["e_ref_cycle_nj"] == pytest.approx(sorted(gain), rel=1e-9)
+    assert rows["Fig. 5b / abstract"]["e_ref_cycle_nj"] == pytest.approx(sorted(eta35), rel=1e-9)
+    # The golden docstring's and reports/shield's "62 ... 68" and "171 ... 210" nJ.
+    assert [round(e) for e in sorted(gain)] == [62, 68]
+    assert [round(e) for e in sorted(eta35)] == [171, 210]
+    # Refresh-only, 35 % is outside Eq. 9's range for every footprint: 1 - 0.35/(7/16) = 0.2.
+    assert "impossible" in rows["Eq. 9"]["note"] and "= 0.200" in rows["Eq. 9"]["note"]
+    assert "T_rel = 225 µs" in rows["Eq. 9"]["note"]
+
+
+def test_pin_shield_2mb_configs_to_their_calibration():
+    """A pin, not a check: configs/shield_2mb.yaml's E_ref_cycle (65 nJ, not in the paper) was
+    fitted so that Eq. 4-8 give Fig. 5a's 1.35x at f = 0.5, and shield_2mb_eta35's (188 nJ) so
+    that they give eta = 35 %. This only keeps a config edit from silently losing the fit; it
+    cannot show the model right (the config was chosen to pass it). The checks beside it:
+    test_eq9_recomputed_from_the_papers_numbers and
+    test_paper_figures_need_what_paper_calibration_says."""
     rows = {r["figure"]: r for r in s.paper_calibration(CFG_2MB)}
     lo, hi = rows["Fig. 5a"]["e_ref_cycle_nj"]
     assert lo < CFG_2MB.e_ref_cycle_nj < hi
@@ -305,9 +384,13 @@ def test_footprint_model():
 def test_scenario_gains_in_documented_ranges():
     res = {sc.name: s.scenario_power(CFG_2MB, sc) for sc in s.SCENARIOS}
     for r in res.values():
+        # Pins to shield_2mb's calibration (E_ref_cycle fitted to 1.35x at f = 0.5): they hold
+        # because of the fit, and guard only the flatness over footprints.
         assert 1.34 < r["gain_shield"] < 1.36                    # Fig. 5a: ~1.35x, flat
+        assert 0.25 < r["eta"] < 0.27
+        # Checks: Eq. 9 at the paper's intervals; Kelle below SHIELD on these short contexts.
+        assert s.eta_eq9(s.PowerParams(), 1.0) < r["eta_eq9"] < s.eta_eq9(s.PowerParams(), 0.0)
         assert 1.12 < r["gain_kv_only"] < r["gain_shield"]        # Fig. 5a: 1.15 .. 1.32x
-        assert 0.25 < r["eta"] < 0.27 and 0.42 < r["eta_eq9"] < 0.44
     kv_only = [res[n]["gain_kv_only"] for n in ("Summary", "Translation", "Storytelling")]
     assert kv_only == sorted(kv_only)
     life = s.scenario_power(CFG_2MB, s.LIFECYCLE)
