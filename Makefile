@@ -49,11 +49,10 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check memwall hdl golden verif flows tests
 
-# Records generation time of the paper's configs and the sampling-step cycles (reports/dplena/);
-# figures, not gates.
+# Records generation time of the families' paper configs, then writes each family's own report
+# (reports/<family>/: d-PLENA sampling-step cycles, SHIELD power model); figures, not gates.
 bench: $(STAMP)
 	$(BIN)/python -m memwall.bench
-	$(BIN)/python -m memwall.dplena_report
 
 clean:
 	rm -rf build sim_build

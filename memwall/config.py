@@ -1,8 +1,9 @@
 """Named configurations: ``configs/<name>.yaml`` validated into a frozen config object.
 
-Every unit family (:mod:`memwall.family`) has one frozen dataclass, its ``config_class``. A YAML
-file names its family with ``unit:``; every other key must be a field of that dataclass. Each field carries
-its check in the dataclass metadata, so the error says the file, the key and what is allowed.
+Every unit family (:mod:`memwall.family`) has one frozen dataclass, its ``config_class``. A
+YAML file names its family with ``unit:``; every other key must be a field of that dataclass.
+Each field carries its check in the dataclass metadata, so the error says the file, the key and
+what is allowed.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib
 import importlib.metadata
 import json
 import platform
@@ -21,18 +20,14 @@ from pathlib import Path
 
 from memwall.hdl.common.netlist import Design
 
-__all__ = ["generate", "build_design", "TOP_BUILDERS"]
-
-# unit name -> "module:function" returning (top name, top component) for a config
-TOP_BUILDERS = {
-    "dplena": "memwall.hdl.dplena.core:build_top",
-    "shield": "memwall.hdl.shield.controller:build_top",
-}
+__all__ = ["generate", "build_design"]
 
 
 def build_design(cfg) -> tuple[Design, str]:
-    module, func = TOP_BUILDERS[cfg.unit_name].split(":")
-    top_name, top = getattr(importlib.import_module(module), func)(cfg)
+    """The config's family's top (:attr:`memwall.family.Family.build_top`), deduplicated."""
+    from memwall.family import family
+
+    top_name, top = family(cfg.unit_name).build_top(cfg)
     design = Design()
     design.add_top(top, top_name)
     return design, top_name

@@ -271,7 +271,7 @@ def test_model_dplena_json(capsys):
     (["--workload", "16,0,100,1"], ">= 1"),
     (["--workload", "16,64,100,1"], "L must be in [1, block_len = 32]"),
     (["--workload", "16,32,126464,1", "--v-chunk", "1000"], "multiple of vlen"),
-    ([], "needs --workload"),
+    ([], "required: --workload"),
 ])
 def test_model_dplena_bad_input(argv, needle, capsys):
     assert main(["model", "dplena", "--config", "dplena512", *argv]) == 2
@@ -309,4 +309,4 @@ def test_run_dplena_bad_inputs_write_nothing(tmp_path, capsys):
                  "--out", str(out)]) == 2
     assert "k" in capsys.readouterr().err and not out.exists()
     assert main(["run", "dplena", "--config", "dplena32", "--out", str(out)]) == 2
-    assert "needs --inputs" in capsys.readouterr().err and not out.exists()
+    assert "required: --inputs" in capsys.readouterr().err and not out.exists()

@@ -4,7 +4,9 @@ import csv
 import json
 
 import pytest
-from memwall.flows.report import PAPER_TABLE_IV, collect, linear_fit, unit_group, write_report
+from memwall.flows.report import collect, linear_fit, unit_group, write_report
+
+from memwall.families.dplena.area_power import PAPER_TABLE_IV
 
 
 def _metrics(config, pdk, vlen, unit="dplena"):
@@ -42,12 +44,13 @@ def test_linear_fit_exact_and_noisy():
 
 
 def test_unit_groups():
-    assert unit_group("reduction_unit_vlen512") == "vector"
-    assert unit_group("elementwise_unit_vlen512") == "vector"
-    assert unit_group("sequencer_fe6f00fd") == "scalar"
-    assert unit_group("vector_sram_bank_lanes64_rows64") == "vector SRAM"
-    assert unit_group("mx_dequantiser_beatbytes64_rowbits6_vlen512") == "dequantiser"
-    assert unit_group("shield_controller") == "other"
+    assert unit_group("reduction_unit_vlen512", "dplena") == "vector"
+    assert unit_group("elementwise_unit_vlen512", "dplena") == "vector"
+    assert unit_group("sequencer_fe6f00fd", "dplena") == "scalar"
+    assert unit_group("vector_sram_bank_lanes64_rows64", "dplena") == "vector SRAM"
+    assert unit_group("mx_dequantiser_beatbytes64_rowbits6_vlen512", "dplena") == "dequantiser"
+    assert unit_group("shield_controller", "dplena") == "other"
+    assert unit_group("shield_controller", "shield") == "controller"
 
 
 def test_report_tables_and_plots(build, tmp_path):
@@ -67,6 +70,12 @@ def test_report_tables_and_plots(build, tmp_path):
         assert (out / png).stat().st_size > 1000
         assert f"]({png})" in md
     assert len(collect(build)) == 4
+
+
+def test_report_of_one_family(build, tmp_path):
+    out = tmp_path / "reports"
+    md = write_report(build, out, units=["shield"]).read_text()
+    assert "shield_small" in md and "dplena512" not in md and "Table IV" not in md
 
 
 def test_report_without_metrics_says_what_to_run(tmp_path):

@@ -1,8 +1,10 @@
 """Regenerate ``reports/dplena/``: sampling-step cycles against the paper's Table II and the
-bound, and the paper's Fig. 5 sweeps (``python -m memwall.families.dplena.report``, part of ``make bench``).
+bound, and the paper's Fig. 5 sweeps (``python -m memwall.families.dplena.report``, part of
+``make bench``).
 
-Every figure comes from the cycle model (:mod:`memwall.families.dplena.model`), which runs the program the
-RTL runs and equals the RTL's cycle count on the regression workloads (``tests/test_sim_core.py``).
+Every figure comes from the cycle model (:mod:`memwall.families.dplena.model`), which runs the
+program the RTL runs and equals the RTL's cycle count on the regression workloads
+(``tests/test_sim_core.py``).
 Writes ``cycles.json`` (every number), ``README.md`` (the tables) and ``fig5_sweeps.png``.
 """
 
@@ -134,7 +136,8 @@ def _readme(rows: list[dict], fig5_data: dict, elapsed: float) -> str:
     lines = [
         "# d-PLENA sampling step: cycles",
         "",
-        "Regenerate with `python -m memwall.families.dplena.report` (or `make bench`). Numbers are from "
+        "Regenerate with `python -m memwall.families.dplena.report` (or `make bench`). "
+        "Numbers are from "
         "the cycle model (`memwall model dplena`), which runs the same program image as the "
         "RTL and matches the RTL's cycle count on every regression workload "
         "(`tests/test_sim_core.py`). 1 GHz clock.",

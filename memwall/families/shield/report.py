@@ -370,7 +370,8 @@ def _readme(res, cfgs) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m memwall.families.shield.report", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m memwall.families.shield.report",
+                                     description=__doc__)
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="output folder")
     args = parser.parse_args(argv)
     start = time.perf_counter()

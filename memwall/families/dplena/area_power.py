@@ -1,0 +1,140 @@
+"""d-PLENA's part of ``reports/area_power.md``: the paper's Table IV side by side, scaling with
+VLEN, and the plots (area/power vs VLEN per PDK, area by unit)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from memwall.flows.report import linear_fit, markdown_table, unit_areas
+
+__all__ = ["report_section", "PAPER_TABLE_IV", "PAPER_SCALAR_UM2", "REPORT_GROUPS"]
+
+#: d-PLENA Table IV (Synopsys DC, ASAP7, 1 GHz): VLEN -> (vector area mm^2, total power mW).
+#: The paper's scalar area is a constant 661 um^2.
+PAPER_TABLE_IV = {512: (0.731, 381.72), 1024: (1.464, 762.65), 2048: (2.931, 1524.53)}
+PAPER_SCALAR_UM2 = 661.0
+
+#: Module-name prefixes of the core's units: the VLEN-wide compute (the paper's "vector"), the
+#: sequencer with its scalar units and small memories ("scalar"), the Vector SRAM banks and the
+#: MXFP8 dequantiser.
+REPORT_GROUPS = {"reduction_unit": "vector", "elementwise_unit": "vector", "sequencer": "scalar",
+                 "vector_sram_bank": "vector SRAM", "mx_dequantiser": "dequantiser"}
+
+
+def _plots(rows: list[dict], out: Path) -> list[str]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    pdks = sorted({r["pdk"] for r in rows})
+    for quantity, label, getter in (
+            ("area", "area (mm$^2$)", lambda r: r["area_um2"] / 1e6),
+            ("power", "total power (mW)", lambda r: r["power_mw"]["total"])):
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for pdk in pdks:
+            pts = sorted((r["parameters"]["vlen"], getter(r)) for r in rows if r["pdk"] == pdk)
+            if len(pts) < 2:
+                continue
+            x, y = zip(*pts, strict=True)
+            ax.plot(x, y, "o", label=f"{pdk}")
+            if len(pts) >= 3:   # a line through two points says nothing about linearity
+                a, b, r2 = linear_fit(x, y)
+                grid = np.linspace(min(x), max(x), 50)
+                ax.plot(grid, a * grid + b, "--",
+                        label=f"{pdk} fit: {a:.3g}/lane, R$^2$={r2:.4f}")
+        if quantity == "area":
+            ax.plot(list(PAPER_TABLE_IV), [v[0] for v in PAPER_TABLE_IV.values()], "k^",
+                    label="paper Table IV (vector, DC ASAP7)")
+        else:
+            ax.plot(list(PAPER_TABLE_IV), [v[1] for v in PAPER_TABLE_IV.values()], "k^",
+                    label="paper Table IV (DC ASAP7)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")   # the PDKs differ by 30x
+        ax.set_xlabel("VLEN")
+        ax.set_ylabel(label)
+        ax.set_title(f"d-PLENA datapath {quantity} vs VLEN")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        name = f"dplena_{quantity}_vs_vlen.png"
+        fig.savefig(out / name, dpi=120)
+        plt.close(fig)
+        written.append(name)
+
+    asap7 = [r for r in rows if r["pdk"] == "asap7" and r.get("area_by_unit")]
+    if asap7:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        bottom = np.zeros(len(asap7))
+        units = sorted({m for r in asap7 for m in r["area_by_unit"]})
+        names = [r["config"] for r in asap7]
+        for unit in units:
+            vals = np.array([r["area_by_unit"][unit]["area_um2"] / 1e6
+                             if unit in r["area_by_unit"] else 0.0 for r in asap7])
+            ax.bar(names, vals, bottom=bottom, label=unit.split("_vlen")[0].split("_lanes")[0])
+            bottom += vals
+        ax.set_ylabel("area (mm$^2$)")
+        ax.set_title("d-PLENA area by unit (ASAP7)")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out / "dplena_area_by_unit.png", dpi=120)
+        plt.close(fig)
+        written.append("dplena_area_by_unit.png")
+    return written
+
+
+def _table_iv(rows: list[dict]) -> str:
+    paper_rows = []
+    for r in rows:
+        vlen = r["parameters"].get("vlen")
+        if r["pdk"] != "asap7" or vlen not in PAPER_TABLE_IV:
+            continue
+        groups = unit_areas(r, REPORT_GROUPS)
+        paper_area, paper_power = PAPER_TABLE_IV[vlen]
+        vector_mm2 = groups.get("vector", float("nan")) / 1e6
+        paper_rows.append([
+            vlen, f"{vector_mm2:.3f}", f"{paper_area:.3f}",
+            f"{vector_mm2 / paper_area:.2f}", f"{vector_mm2 * 1e6 / vlen:.1f}",
+            f"{paper_area * 1e6 / vlen:.1f}", f"{groups.get('scalar', float('nan')):.0f}",
+            f"{PAPER_SCALAR_UM2:.0f}", f"{groups.get('vector SRAM', 0) / 1e6:.3f}",
+            f"{groups.get('dequantiser', 0):.0f}", f"{r['power_mw']['total']:.1f}",
+            f"{paper_power:.1f}", f"{r['power_mw']['total'] / vlen:.3f}",
+            f"{paper_power / vlen:.3f}"])
+    if not paper_rows:
+        return ""
+    return ("\n## d-PLENA Table IV, side by side (ASAP7, 1 GHz)\n"
+            "Ours: open flow (Yosys + abc, OpenSTA) on memwall's sampling core; paper: "
+            "Synopsys DC. 'Vector' is the reduction and elementwise units; 'scalar' the "
+            "sequencer (decoder, register files, FP unit, top-k, INT select lane, and its "
+            "FP/INT/instruction memories and FIFO as fakeram macros). The Vector SRAM "
+            "(fakeram macros tiled over each bank) and the dequantiser are listed apart; "
+            "the paper's table has neither. Memory macros carry area but no power "
+            "model.\n\n"
+            + markdown_table(["VLEN", "vector mm² (ours)", "vector mm² (paper)", "ratio",
+                              "µm²/lane (ours)", "µm²/lane (paper)", "scalar µm² (ours)",
+                              "scalar µm² (paper)", "Vector SRAM mm² (ours)",
+                              "dequantiser µm² (ours)", "power mW (ours)", "power mW (paper)",
+                              "mW/lane (ours)", "mW/lane (paper)"], paper_rows))
+
+
+def _fits(rows: list[dict]) -> str:
+    fits = []
+    for pdk in sorted({r["pdk"] for r in rows}):
+        pts = [(r["parameters"]["vlen"], r["area_um2"] / 1e6, r["power_mw"]["total"])
+               for r in rows if r["pdk"] == pdk]
+        if len(pts) >= 3:
+            x, area, power = zip(*sorted(pts), strict=True)
+            a, b, r2 = linear_fit(x, area)
+            pa, pb, pr2 = linear_fit(x, power)
+            fits.append([pdk, f"{a * 1e6:.1f} µm²/lane + {b:.4f} mm²", f"{r2:.5f}",
+                         f"{pa:.4f} mW/lane + {pb:.2f} mW", f"{pr2:.5f}"])
+    if not fits:
+        return ""
+    return ("\n## Scaling with VLEN (least squares over the d-PLENA configs)\n\n"
+            + markdown_table(["pdk", "area fit", "R²", "power fit", "R²"], fits))
+
+
+def report_section(rows: list[dict], out: Path) -> tuple[str, list[str]]:
+    """Markdown and plot files for the d-PLENA rows of the area/power report."""
+    return _table_iv(rows) + _fits(rows), _plots(rows, out)

@@ -1,0 +1,165 @@
+"""``memwall golden|model|run dplena``: the sampling step on your own data, the cycle model, and
+the generated core in simulation."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from memwall.command import UsageError, output_path
+from memwall.family import Command
+
+__all__ = ["COMMANDS"]
+
+
+def _stream_options(parser: argparse.ArgumentParser) -> None:
+    """How logits reach the core: the same two options on golden, model and run."""
+    parser.add_argument("--logits-format", choices=["bf16", "mxfp8"], default=None,
+                        help="how logits are held in HBM before dequantisation "
+                             "(default: the config's logits_format)")
+    parser.add_argument("--v-chunk", type=int, default=None,
+                        help="logits per prefetch chunk (default: the largest that fits "
+                             "the config's Vector SRAM, evened out)")
+
+
+def _inputs(args, cfg) -> dict:
+    from memwall.golden import dplena as golden
+
+    try:
+        return golden.load_sampling_inputs(args.inputs, cfg.block_len, cfg.k_max)
+    except golden.SamplingInputError as exc:
+        raise UsageError(f"{args.inputs}: {exc}") from None
+
+
+def _v_chunk(cfg, args, vocab: int) -> int:
+    """``--v-chunk`` or the cycle model's default for the config; checked against the core."""
+    from memwall.hdl.dplena.program import WorkloadError
+
+    from .model import default_v_chunk
+
+    try:
+        v_chunk = args.v_chunk or default_v_chunk(cfg, vocab)
+    except WorkloadError as exc:
+        raise UsageError(str(exc)) from None
+    if v_chunk < vocab and v_chunk % cfg.vlen:
+        raise UsageError(f"--v-chunk {v_chunk}: must be a multiple of vlen ({cfg.vlen}) or at "
+                         f"least V ({vocab})")
+    return v_chunk
+
+
+def _workload(cfg, args, shape, k, mask_id):
+    from memwall.hdl.dplena.program import Workload, WorkloadError, generate
+
+    fmt = args.logits_format or cfg.logits_format
+    fmt = "mxfp8" if fmt.startswith("mxfp8") else fmt
+    batch, block_len, vocab = shape
+    wl = Workload(batch, block_len, vocab, _v_chunk(cfg, args, vocab),
+                  tuple(int(v) for v in k), mask_id=int(mask_id), logits_format=fmt)
+    try:
+        generate(cfg, wl)   # every limit of the core, before anything runs
+    except WorkloadError as exc:
+        raise UsageError(str(exc)) from None
+    return wl
+
+
+# --- golden ---------------------------------------------------------------------------------
+
+def _golden_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--inputs", required=True, help="input .npz (logits, x, mask_id, k)")
+    parser.add_argument("--out", required=True, help="output .npz (x, x0, confidence, transfer)")
+    _stream_options(parser)
+
+
+def golden_command(args, cfg) -> None:
+    from memwall.golden import dplena as golden
+
+    output_path(args.out)
+    logits_format = args.logits_format or cfg.logits_format
+    inputs = _inputs(args, cfg)
+    logits = golden.prepare_logits(inputs["logits"], logits_format)
+    v_chunk = _v_chunk(cfg, args, inputs["logits"].shape[2])
+    result = golden.sample_step_hw(logits, inputs["x"], inputs["mask_id"], inputs["k"], cfg.vlen,
+                                   stable_max=cfg.stable_max, v_chunk=v_chunk)
+    golden.save_sampling_outputs(args.out, result)
+    print(f"memwall: wrote {args.out} (B={inputs['x'].shape[0]}, L={inputs['x'].shape[1]}, "
+          f"V={inputs['logits'].shape[2]}, logits {logits_format}, "
+          f"{int(result['transfer'].sum())} tokens transferred)")
+
+
+# --- model ----------------------------------------------------------------------------------
+
+def _model_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workload", required=True,
+                        help="B,L,V,T (batch, block length, vocabulary, diffusion steps)")
+    _stream_options(parser)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def model_command(args, cfg) -> None:
+    from .model import estimate
+
+    try:
+        batch, block_len, vocab, steps = (int(v) for v in args.workload.split(","))
+    except ValueError:
+        raise UsageError(f"--workload {args.workload!r}: expected four integers B,L,V,T") \
+            from None
+    if min(batch, block_len, vocab, steps) < 1:
+        raise UsageError(f"--workload {args.workload!r}: B, L, V and T must be >= 1")
+    # k only sizes the top-k work, a few cycles per row: the most the core allows.
+    k = (min(block_len, cfg.k_max),) * batch
+    wl = _workload(cfg, args, (batch, block_len, vocab), k, 0)
+    result = {"config": cfg.name, "stable_max": cfg.stable_max, "vlen": cfg.vlen,
+              "hbm_bytes_per_cycle": cfg.hbm_bytes_per_cycle, "clock_mhz": cfg.clock_mhz,
+              "workload": {"B": batch, "L": block_len, "V": vocab, "T": steps,
+                           "logits_format": wl.logits_format},
+              **estimate(cfg, wl, steps).as_dict()}
+    result["latency_ms"] = result["cycles"] / (cfg.clock_mhz * 1e3)
+    bl = batch * block_len
+    # Paper Eq. 2-4 (edge mode) next to what this core holds for the workload.
+    result["sram_bytes"] = {
+        "paper_eq2_int": 2 * bl * 4, "paper_eq3_fp": max(block_len, cfg.vlen) * 2,
+        "paper_eq4_vector": (3 * bl + min(wl.v_chunk, vocab)) * 2,
+        "int_used": (2 * bl + batch) * 4, "fp_used": block_len * 2,
+        "vector_used": (2 * -(-min(wl.v_chunk, vocab) // cfg.vlen) + 3) * cfg.vlen * 2,
+        "int_config": cfg.int_sram_words * 4, "fp_config": cfg.fp_sram_words * 2,
+        "vector_config": cfg.vector_sram_kib * 1024}
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+        return
+    print(f"{cfg.name} ({cfg.stable_max}, VLEN {cfg.vlen}, {cfg.hbm_bytes_per_cycle} B/cycle): "
+          f"B={batch} L={block_len} V={vocab} T={steps}, V_chunk={wl.v_chunk}")
+    print(f"  cycles {result['cycles']:,} ({result['latency_ms']:.3f} ms at {cfg.clock_mhz:g} "
+          f"MHz), bound {result['bound_cycles']:,.0f}, ratio {result['ratio_to_bound']:.3f}")
+
+
+# --- run ------------------------------------------------------------------------------------
+
+def _run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--inputs", required=True,
+                        help="input .npz (logits, x, mask_id, k), as for memwall golden")
+    parser.add_argument("--out", required=True,
+                        help="output .npz (x, x0, confidence, transfer, cycles)")
+    _stream_options(parser)
+
+
+def run_command(args, cfg) -> None:
+    from memwall.golden import dplena as golden
+    from memwall.verif.dplena.core_run import run_core
+
+    out = output_path(args.out)
+    inputs = _inputs(args, cfg)
+    wl = _workload(cfg, args, inputs["logits"].shape, inputs["k"], inputs["mask_id"])
+    result = run_core(cfg, wl, inputs["logits"], inputs["x"], sim=args.sim)
+    golden.save_sampling_outputs(out, result)
+    print(f"memwall: wrote {out} (B={wl.batch}, L={wl.block_len}, V={wl.vocab}, "
+          f"V_chunk={wl.v_chunk}, logits {wl.logits_format}, {result['cycles']} cycles)")
+
+
+COMMANDS = {
+    "golden": Command("the hardware-exact sampling step (Algorithm 2) on an .npz of logits",
+                      _golden_arguments, golden_command),
+    "model": Command("cycles of a sampling step on the core, against the HBM bound",
+                     _model_arguments, model_command),
+    "run": Command("the generated dplena_core on an .npz of logits, in simulation",
+                   _run_arguments, run_command),
+}

@@ -1,0 +1,60 @@
+"""``memwall model|run shield``: a workload trace through the analytic model, or through the
+generated refresh controller in simulation."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from memwall.command import UsageError, output_path, write_json_output
+from memwall.family import Command
+
+__all__ = ["COMMANDS"]
+
+
+def _trace(args, cfg):
+    from memwall.golden.shield_trace import TraceError, load_trace
+
+    try:
+        return load_trace(args.trace, cfg)
+    except TraceError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _model_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trace", required=True, help="workload trace (.yaml)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def model_command(args, cfg) -> None:
+    from memwall.golden import shield
+
+    result = shield.model_trace(cfg, _trace(args, cfg))
+    print(json.dumps(result, sort_keys=True) if args.json else shield.format_report(result))
+
+
+def _run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trace", required=True, help="workload trace (.yaml)")
+    parser.add_argument("--out", required=True, help="output .json")
+
+
+def run_command(args, cfg) -> None:
+    from memwall.golden import shield
+    from memwall.verif.shield.run import run_trace
+
+    output_path(args.out)
+    trace = _trace(args, cfg)
+    rtl = run_trace(cfg, args.trace, sim=args.sim)
+    result = shield.power_from_counts(cfg, trace, rtl["refresh_counts"], rtl["cycles"])
+    result["rtl"] = rtl
+    write_json_output(args.out, result)
+    print(shield.format_report(result))
+    print(f"memwall: wrote {args.out}")
+
+
+COMMANDS = {
+    "model": Command("refresh counts, P_SHIELD and η of a trace (paper Eq. 4-9)",
+                     _model_arguments, model_command),
+    "run": Command("a trace through the generated refresh controller, in simulation",
+                   _run_arguments, run_command),
+}

@@ -1,0 +1,168 @@
+"""A unit family describes itself once; the shared code (config loader, gen, CLI, flow, report)
+finds families instead of naming them.
+
+A family is a package ``memwall.families.<name>`` whose ``FAMILY`` is a :class:`Family`. Its
+hardware, golden model and testbenches stay in ``hdl/<name>/``, ``golden/`` and ``verif/<name>/``;
+the description points at them. Discovery walks ``memwall.families`` (extended over ``sys.path``,
+see :mod:`memwall.families`), as Glasgow finds its applets, so a new family is new files only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Family", "Command", "PowerWorkload", "FamilyError", "families", "family",
+           "COMMAND_VERBS"]
+
+#: The per-family subcommands of ``memwall``: ``memwall <verb> <family> --config ...``.
+COMMAND_VERBS = {
+    "golden": "run a golden model on your own data",
+    "model": "analytic or cycle model of a unit on a workload",
+    "run": "run the generated RTL on a workload (cocotb simulation)",
+}
+
+
+class FamilyError(RuntimeError):
+    """A family package that does not describe itself completely."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One ``memwall <verb> <family>`` subcommand.
+
+    ``add_arguments(parser)`` adds the family's own options (the shared code adds ``--config``,
+    and ``--sim`` to ``run``); ``run(args, cfg)`` does the work with the loaded config and
+    raises :class:`memwall.cli.UsageError` (or :class:`memwall.config.ConfigError`) for bad
+    input.
+    """
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, Any], None]
+
+
+@dataclass(frozen=True)
+class PowerWorkload:
+    """A cocotb run whose switching activity feeds power analysis.
+
+    ``component`` is simulated as top ``name`` with the cocotb module ``testbench`` (and
+    ``testcase``, if given) and ``params`` (:func:`memwall.verif.common.runner.tb_params`).
+    """
+    name: str
+    component: Any
+    testbench: str
+    params: Mapping[str, Any]
+    testcase: str | None = None
+
+
+@dataclass(frozen=True)
+class Family:
+    """Everything the shared code needs to know of a unit family.
+
+    Parameters
+    ----------
+    name
+        The ``unit:`` of its configs and the word in ``memwall golden|run|model <name>``.
+    summary
+        One line for ``memwall units``.
+    config_class
+        Frozen dataclass of :mod:`memwall.config` fields; its ``unit_name`` is ``name``.
+    build_top
+        ``cfg -> (top module name, component)``: what ``memwall gen`` emits.
+    golden
+        Name -> golden-model entry point (plain functions on arrays).
+    power_workloads
+        ``cfg -> [PowerWorkload]``: cocotb runs whose activity sets power in ``memwall synth``.
+        An empty list is an answer ("no run fits this config"): the flow then reports default
+        activity.
+    commands
+        Verb (``golden``, ``model``, ``run``) -> :class:`Command`.
+    report_groups
+        Module-name prefix -> group name in the area/power report (``vector``, ``scalar``, ...).
+    report_matrix
+        PDK -> configs that ``memwall report --run`` synthesises.
+    regression_configs
+        Small configs the regression simulates.
+    report_sections
+        ``(metrics rows of this family, report folder) -> (markdown, [plot file names])``: the
+        family's part of ``reports/area_power.md`` (paper comparisons, scaling fits), or None.
+    write_reports
+        ``folder -> None``: the family's own analytic report (``reports/<name>/``), run by
+        ``make bench``; or None.
+    bench_configs
+        Configs whose generation time ``make bench`` records.
+    """
+    name: str
+    summary: str
+    config_class: type
+    build_top: Callable[[Any], tuple[str, Any]]
+    golden: Mapping[str, Callable]
+    power_workloads: Callable[[Any], Sequence[PowerWorkload]]
+    commands: Mapping[str, Command]
+    report_groups: Mapping[str, str]
+    report_matrix: Mapping[str, Sequence[str]]
+    regression_configs: Sequence[str]
+    report_sections: Callable[[list[dict], Path], tuple[str, list[str]]] | None = None
+    write_reports: Callable[[Path], None] | None = None
+    bench_configs: Sequence[str] = field(default_factory=tuple)
+
+    def __post_init__(self):
+        unknown = sorted(set(self.commands) - set(COMMAND_VERBS))
+        if unknown:
+            raise FamilyError(f"family {self.name!r}: unknown command verb(s) "
+                              f"{', '.join(unknown)}; allowed: {', '.join(COMMAND_VERBS)}")
+        if getattr(self.config_class, "unit_name", None) != self.name:
+            raise FamilyError(f"family {self.name!r}: its config class "
+                              f"{self.config_class.__name__} has unit_name "
+                              f"{getattr(self.config_class, 'unit_name', None)!r}")
+
+    def report_group(self, module: str) -> str | None:
+        """The report group of a module of this family's designs, or None."""
+        for prefix, group in self.report_groups.items():
+            if module.startswith(prefix):
+                return group
+        return None
+
+
+_FAMILIES: dict[str, Family] | None = None
+_SEARCH_PATH: tuple[str, ...] = ()
+
+
+def families() -> dict[str, Family]:
+    """Every family package found, by name (sorted). Re-scans when ``sys.path`` changed."""
+    global _FAMILIES, _SEARCH_PATH
+    if _FAMILIES is not None and _SEARCH_PATH == tuple(sys.path):
+        return _FAMILIES
+    import memwall.families as package
+
+    # extend_path again: sys.path may have grown since memwall.families was imported.
+    package.__path__ = pkgutil.extend_path(list(package.__path__), package.__name__)
+    found: dict[str, Family] = {}
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if info.name.startswith("_") or info.name in found:
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        described = getattr(module, "FAMILY", None)
+        if not isinstance(described, Family):
+            raise FamilyError(f"{module.__name__} ({module.__file__}) defines no FAMILY "
+                              "(a memwall.family.Family)")
+        if described.name != info.name:
+            raise FamilyError(f"{module.__name__}: FAMILY.name is {described.name!r}; it must "
+                              f"be the package name {info.name!r}")
+        found[info.name] = described
+    _FAMILIES, _SEARCH_PATH = found, tuple(sys.path)
+    return found
+
+
+def family(name: str) -> Family:
+    """The family called ``name``; KeyError naming the known ones otherwise."""
+    known = families()
+    if name not in known:
+        raise KeyError(f"unknown unit family {name!r}; known: {', '.join(known)}")
+    return known[name]
