@@ -3,23 +3,27 @@ finds families instead of naming them.
 
 A family is a package ``memwall.families.<name>`` whose ``FAMILY`` is a :class:`Family`. Its
 hardware, golden model and testbenches stay in ``hdl/<name>/``, ``golden/`` and ``verif/<name>/``;
-the description points at them. Discovery walks ``memwall.families`` (extended over ``sys.path``,
-see :mod:`memwall.families`), as Glasgow finds its applets, so a new family is new files only.
+the description points at them. Discovery walks the ``memwall.families`` package (and the
+folders of ``MEMWALL_FAMILY_PATH``, see :mod:`memwall.families`), as Glasgow finds its applets,
+so a new family is new files only.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 __all__ = ["Family", "Command", "PowerWorkload", "FamilyError", "families", "family",
-           "COMMAND_VERBS"]
+           "extend_family_path", "COMMAND_VERBS", "FAMILY_PATH_ENV"]
+
+#: Extra folders of family packages, ``os.pathsep``-separated.
+FAMILY_PATH_ENV = "MEMWALL_FAMILY_PATH"
 
 #: The per-family subcommands of ``memwall``: ``memwall <verb> <family> --config ...``.
 COMMAND_VERBS = {
@@ -130,19 +134,25 @@ class Family:
         return None
 
 
-_FAMILIES: dict[str, Family] | None = None
-_SEARCH_PATH: tuple[str, ...] = ()
+def extend_family_path(path: list[str]) -> list[str]:
+    """Append the folders of ``MEMWALL_FAMILY_PATH`` to a package ``__path__`` (in place)."""
+    for folder in os.environ.get(FAMILY_PATH_ENV, "").split(os.pathsep):
+        if folder and os.path.abspath(folder) not in path:
+            path.append(os.path.abspath(folder))
+    return path
+
+
+_FOUND: tuple[tuple[str, ...], dict[str, Family]] | None = None
 
 
 def families() -> dict[str, Family]:
-    """Every family package found, by name (sorted). Re-scans when ``sys.path`` changed."""
-    global _FAMILIES, _SEARCH_PATH
-    if _FAMILIES is not None and _SEARCH_PATH == tuple(sys.path):
-        return _FAMILIES
+    """Every family package found, by name (sorted)."""
+    global _FOUND
     import memwall.families as package
 
-    # extend_path again: sys.path may have grown since memwall.families was imported.
-    package.__path__ = pkgutil.extend_path(list(package.__path__), package.__name__)
+    search = tuple(extend_family_path(package.__path__))   # the variable may be set since
+    if _FOUND is not None and _FOUND[0] == search:
+        return _FOUND[1]
     found: dict[str, Family] = {}
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
         if info.name.startswith("_") or info.name in found:
@@ -156,7 +166,7 @@ def families() -> dict[str, Family]:
             raise FamilyError(f"{module.__name__}: FAMILY.name is {described.name!r}; it must "
                               f"be the package name {info.name!r}")
         found[info.name] = described
-    _FAMILIES, _SEARCH_PATH = found, tuple(sys.path)
+    _FOUND = (search, found)
     return found
 
 

@@ -1,11 +1,11 @@
 """Unit-family packages: each ``memwall.families.<name>`` defines ``FAMILY``, a
 :class:`memwall.family.Family`, and is found by :func:`memwall.family.families`.
 
-The package path is extended over ``sys.path`` (:func:`pkgutil.extend_path`), so a folder
-``<entry>/memwall/families/<name>/`` on any ``sys.path`` entry adds a family without touching
-this tree.
+A family kept outside this tree (a user's own, or the test suite's) lives in a folder named by
+``MEMWALL_FAMILY_PATH`` (``os.pathsep``-separated): ``<folder>/<name>/__init__.py`` is imported
+as ``memwall.families.<name>``, exactly as the families here.
 """
 
-import pkgutil
+from memwall.family import extend_family_path
 
-__path__ = pkgutil.extend_path(__path__, __name__)
+extend_family_path(__path__)
