@@ -3,8 +3,10 @@
 ``simulate(component, top_name, test_module, params)`` converts the component hierarchically
 (:class:`memwall.hdl.common.netlist.Design`), builds it with Icarus or Verilator
 (``SIM=icarus|verilator``), runs the cocotb module with a printed, reproducible seed
-(``COCOTB_RANDOM_SEED`` overrides), and raises with the seed and the kept waveform on failure.
-Waveforms of passing runs are deleted.
+(``COCOTB_RANDOM_SEED`` overrides), and raises with the seed, the kept waveform and the tail of
+the log on failure. The simulator's build and run output go to log files (``build.log`` in the
+build folder, ``sim.log`` in the run folder), not to the terminal. Waveforms and logs of
+passing runs are deleted.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from pathlib import Path
 
 from memwall.hdl.common.netlist import Design
 
-__all__ = ["simulate", "SimulationFailed", "setup_verilator", "SIMULATORS", "default_sim"]
+__all__ = ["simulate", "SimulationFailed", "setup_verilator", "SIMULATORS", "default_sim",
+           "log_tail"]
 
 SIMULATORS = ("icarus", "verilator")
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -30,6 +33,15 @@ PARAMS_ENV = "MEMWALL_TB_PARAMS"
 
 class SimulationFailed(AssertionError):
     pass
+
+
+def log_tail(path: Path, lines: int = 40) -> str:
+    """The last ``lines`` lines of a log file, indented, for an error message."""
+    try:
+        text = Path(path).read_text(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return f"    (no log at {path})"
+    return "\n".join("    " + line for line in text)
 
 
 def default_sim() -> str:
@@ -96,18 +108,25 @@ def simulate(component, top_name: str, test_module: str, params: dict | None = N
     build_dir, source = _write_sources(component, top_name, sim, tag)
     build_args = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC"] if sim == "verilator" else []
     runner = get_runner(sim)
-    runner.build(sources=[source], hdl_toplevel=top_name, build_dir=build_dir, waves=True,
-                 timescale=("1ns", "1ps"), build_args=build_args)
+    build_log = build_dir / "build.log"
+    try:
+        runner.build(sources=[source], hdl_toplevel=top_name, build_dir=build_dir, waves=True,
+                     timescale=("1ns", "1ps"), build_args=build_args, log_file=build_log)
+    except (SystemExit, Exception) as exc:
+        raise SimulationFailed(f"{top_name} [{sim}]: building the simulation failed ({exc!r}); "
+                               f"log {build_log}, last lines:\n{log_tail(build_log)}") from None
     test_dir = build_dir / f"run-{seed}"
     test_dir.mkdir(exist_ok=True)
     results = test_dir / "results.xml"
+    sim_log = test_dir / "sim.log"
     print(f"memwall: {top_name} [{sim}] {test_module} seed={seed} "
-          f"(rerun with COCOTB_RANDOM_SEED={seed})", file=sys.stderr)
+          f"(rerun with COCOTB_RANDOM_SEED={seed}); log {sim_log}", file=sys.stderr)
     env = {PARAMS_ENV: json.dumps(params or {})}
     try:
         runner.test(test_module=test_module, hdl_toplevel=top_name, seed=seed, waves=True,
                     extra_env=env, build_dir=build_dir, test_dir=test_dir,
-                    results_xml=str(results), testcase=testcase, timescale=("1ns", "1ps"))
+                    results_xml=str(results), testcase=testcase, timescale=("1ns", "1ps"),
+                    log_file=sim_log)
     except SystemExit:  # under pytest, cocotb's runner exits on failing tests; results.xml tells
         pass
     try:
@@ -120,7 +139,7 @@ def simulate(component, top_name: str, test_module: str, params: dict | None = N
         raise SimulationFailed(
             f"{top_name} [{sim}] {test_module}: {num_failed} of {num_tests} cocotb tests failed; "
             f"seed={seed} (rerun with COCOTB_RANDOM_SEED={seed}); log and waveform kept in "
-            f"{test_dir} {waves}")
+            f"{test_dir} {waves}; last lines of {sim_log}:\n{log_tail(sim_log)}")
     if keep_waves is not None:
         waves = list(test_dir.glob("*.vcd")) + list(test_dir.glob("*.fst")) \
             + list(build_dir.glob("*.fst"))
