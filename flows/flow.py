@@ -14,6 +14,7 @@ from pathlib import Path
 from memwall.config import load_config
 from memwall.files import write_json_atomic
 from memwall.gen import generate
+from memwall.progress import Progress, plain_progress
 
 from .pdk import find_pdk
 
@@ -30,30 +31,41 @@ def metrics_path(config: str, pdk: str, build_root: Path = BUILD_ROOT) -> Path:
     return build_root / config / "synth" / pdk / "metrics.json"
 
 
+#: The steps of one flow run, in order, as the progress display names them.
+FLOW_STEPS = ("generate RTL", "synthesis (Yosys)", "switching activity (cocotb, Verilator)",
+              "timing and power (OpenSTA)")
+
+
 def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs: int = 2,
-             activity: bool = True, progress=print) -> dict:
-    """Synthesise, time and power one config on one PDK; returns (and writes) its metrics."""
+             activity: bool = True, progress: Progress | None = None) -> dict:
+    """Synthesise, time and power one config on one PDK; returns (and writes) its metrics.
+
+    ``progress`` shows the steps of :data:`FLOW_STEPS` (plain lines on stderr by default).
+    """
     from . import sta, synth
 
+    progress = progress or plain_progress()
     cfg = load_config(config)
     pdk = find_pdk(pdk_name, cache_root=build_root / "pdk")
     start = time.perf_counter()
-    progress(f"memwall synth {cfg.name} on {pdk.name}: generating RTL")
-    gen_dir = generate(cfg, build_root)
-    manifest = json.loads((gen_dir / "manifest.json").read_text())
-    out_dir = gen_dir / "synth" / pdk.name
-    out_dir.mkdir(parents=True, exist_ok=True)
+    with progress.task(f"synth {cfg.name}/{pdk.name}", len(FLOW_STEPS)) as steps:
+        gen_dir = generate(cfg, build_root)
+        manifest = json.loads((gen_dir / "manifest.json").read_text())
+        out_dir = gen_dir / "synth" / pdk.name
+        out_dir.mkdir(parents=True, exist_ok=True)
+        steps.advance(FLOW_STEPS[0])
 
-    area = synth.synthesize(gen_dir, pdk, cfg.clock_period_ns, out_dir, jobs=jobs,
-                            progress=progress)
-    switching = None
-    if activity:
-        from .workload import collect_activity
+        area = synth.synthesize(gen_dir, pdk, cfg.clock_period_ns, out_dir, jobs=jobs,
+                                progress=progress.log)
+        steps.advance(FLOW_STEPS[1])
+        switching = None
+        if activity:
+            from .workload import collect_activity
 
-        progress("memwall synth: switching activity from a cocotb run of a representative workload")
-        switching = collect_activity(cfg, out_dir / "activity")
-    progress("memwall synth: OpenSTA timing and power")
-    timing = sta.run_sta(out_dir, manifest, pdk, cfg.clock_period_ns, switching)
+            switching = collect_activity(cfg, out_dir / "activity")
+        steps.advance(FLOW_STEPS[2] if activity else "no activity run (--no-activity)")
+        timing = sta.run_sta(out_dir, manifest, pdk, cfg.clock_period_ns, switching)
+        steps.advance(FLOW_STEPS[3])
 
     metrics = {
         "config": cfg.name,
@@ -78,7 +90,7 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
         "command": f"make synth CONFIG={cfg.name} PDK={pdk.name}",
     }
     write_json_atomic(out_dir / "metrics.json", metrics)
-    progress(f"memwall synth: {cfg.name}/{pdk.name}: {metrics['area_um2'] / 1e6:.4f} mm^2, "
-             f"WNS {metrics['wns_ns']:.3f} ns, {metrics['power_mw']['total']:.2f} mW "
-             f"-> {out_dir / 'metrics.json'}")
+    progress.log(f"memwall synth: {cfg.name}/{pdk.name}: {metrics['area_um2'] / 1e6:.4f} mm^2, "
+                 f"WNS {metrics['wns_ns']:.3f} ns, {metrics['power_mw']['total']:.2f} mW "
+                 f"-> {out_dir / 'metrics.json'}")
     return metrics

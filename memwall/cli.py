@@ -18,6 +18,7 @@ from memwall.family import COMMAND_VERBS, families, family
 from memwall.flows.flow import BUILD_ROOT
 from memwall.flows.pdk import PLATFORMS
 from memwall.flows.report import REPORTS
+from memwall.progress import Progress
 
 __all__ = ["main"]
 
@@ -63,11 +64,12 @@ def cmd_synth(args) -> None:
     from memwall.flows.pdk import PdkError
 
     _load(args.config)  # a bad config name fails here, before any tool runs
-    try:
-        run_flow(args.config, args.pdk, jobs=args.jobs, activity=not args.no_activity,
-                 build_root=Path(args.build))
-    except PdkError as exc:
-        raise UsageError(str(exc)) from None
+    with Progress(plain=True if args.quiet else None) as progress:
+        try:
+            run_flow(args.config, args.pdk, jobs=args.jobs, activity=not args.no_activity,
+                     build_root=Path(args.build), progress=progress)
+        except PdkError as exc:
+            raise UsageError(str(exc)) from None
 
 
 def report_matrix(units: list[str] | None = None) -> list[tuple[str, str]]:
@@ -88,11 +90,15 @@ def cmd_report(args) -> None:
 
     build = Path(args.build)
     if args.run:
-        for config, pdk in report_matrix(args.only):
-            # Regenerating drops the results of a config whose RTL has changed since.
-            generate(_load(config), build)
-            if args.force or not metrics_path(config, pdk, build).exists():
-                run_flow(config, pdk, jobs=args.jobs, build_root=build)
+        matrix = report_matrix(args.only)
+        with Progress(plain=True if args.quiet else None) as progress, \
+                progress.task("report --run: config x PDK", len(matrix)) as jobs:
+            for config, pdk in matrix:
+                # Regenerating drops the results of a config whose RTL has changed since.
+                generate(_load(config), build)
+                if args.force or not metrics_path(config, pdk, build).exists():
+                    run_flow(config, pdk, jobs=args.jobs, build_root=build, progress=progress)
+                jobs.advance(f"{config}/{pdk}")
     try:
         out = write_report(build, Path(args.out), units=args.only)
     except FileNotFoundError as exc:
@@ -154,6 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="skip the simulation; power from a default activity")
     synth.add_argument("--build", default=str(BUILD_ROOT),
                        help="build root (default: build/ in the checkout)")
+    synth.add_argument("--quiet", action="store_true",
+                       help="plain progress lines, as when stderr is not a terminal")
     synth.set_defaults(func=cmd_synth)
 
     report = sub.add_parser("report", help="area/power tables and plots from synthesis runs")
@@ -168,6 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="build root to read metrics from (default: build/ in the checkout)")
     report.add_argument("--out", default=str(REPORTS),
                         help="report folder (default: reports/ in the checkout)")
+    report.add_argument("--quiet", action="store_true",
+                        help="plain progress lines, as when stderr is not a terminal")
     report.set_defaults(func=cmd_report)
 
     return parser

@@ -31,7 +31,7 @@ def _check_gate(key: str, build_root: Path) -> None:
     config, pdk = key.split("/")
     gate = GATES["gates"][key]
     tol = GATES["tolerance"]
-    metrics = run_flow(config, pdk, build_root=build_root, progress=lambda *_: None)
+    metrics = run_flow(config, pdk, build_root=build_root)
 
     area, power, wns = metrics["area_um2"], metrics["power_mw"]["total"], metrics["wns_ns"]
     assert area <= gate["area_um2"] * (1 + tol["area"]), f"{key}: area grew to {area:.1f} um2"
