@@ -45,10 +45,13 @@ def main(runs: int = 3) -> dict:
     record = {"command": "make bench", "machine": {"cpus": os.cpu_count(),
               "python": platform.python_version(), "platform": platform.platform()},
               "gen_time": figures}
-    if {"dplena512", "dplena2048"} <= set(figures):   # does generation time grow with VLEN?
-        ratio = figures["dplena2048"]["median_s"] / figures["dplena512"]["median_s"]
-        record["ratio_2048_over_512"] = round(ratio, 3)
-        print(f"dplena2048 / dplena512 = {ratio:.2f}")
+    # Does generation time grow with size? Each family's last bench config over its first.
+    for fam in families().values():
+        if len(fam.bench_configs) >= 2:
+            first, last = fam.bench_configs[0], fam.bench_configs[-1]
+            ratio = figures[last]["median_s"] / figures[first]["median_s"]
+            record.setdefault("growth", {})[f"{last}/{first}"] = round(ratio, 3)
+            print(f"{last} / {first} = {ratio:.2f}")
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {OUT}")
