@@ -13,11 +13,13 @@ def _params(vlen, beat_bytes, row_bits, **extra):
     return {"vlen": vlen, "beat_bytes": beat_bytes, "row_bits": row_bits, **extra}
 
 
+@pytest.mark.sim
 def test_exhaustive_lanes():
     # W = 64 lanes: all 2**16 (element, scale) pairs are 1024 writes.
     simulate(Dequantiser(128, 64, 6), TOP, TB, _params(128, 64, 6), testcase="exhaustive_lanes")
 
 
+@pytest.mark.sim
 @pytest.mark.parametrize("vlen, beat_bytes, row_bits", [(128, 64, 6), (64, 64, 3),
                                                         (256, 32, 4)])
 def test_random_stream(vlen, beat_bytes, row_bits):
@@ -25,6 +27,7 @@ def test_random_stream(vlen, beat_bytes, row_bits):
              _params(vlen, beat_bytes, row_bits), testcase="random_stream")
 
 
+@pytest.mark.sim
 def test_random_stream_verilator():
     simulate(Dequantiser(128, 32, 5), TOP, TB, _params(128, 32, 5, prefetches=24),
              testcase="random_stream", sim="verilator")

@@ -2,6 +2,8 @@ import pytest
 from memwall.hdl.dplena.elementwise import ElementwiseUnit, ScalarFpUnit
 from memwall.verif.common.runner import simulate
 
+pytestmark = pytest.mark.sim   # every test here runs a cocotb simulation
+
 TB = "memwall.verif.dplena.tb_elementwise"
 
 

@@ -2,6 +2,8 @@ import pytest
 from memwall.hdl.dplena.reduction import ReductionUnit
 from memwall.verif.common.runner import simulate
 
+pytestmark = pytest.mark.sim   # every test here runs a cocotb simulation
+
 
 @pytest.mark.parametrize("vlen", [2, 8, 16])
 def test_reduction(vlen):

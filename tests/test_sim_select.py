@@ -2,6 +2,8 @@ import pytest
 from memwall.hdl.dplena.select import MaskedSelectUnit
 from memwall.verif.common.runner import simulate
 
+pytestmark = pytest.mark.sim   # every test here runs a cocotb simulation
+
 
 @pytest.mark.parametrize("lanes", [1, 16, 64])
 def test_masked_select(lanes):
