@@ -1,12 +1,15 @@
 """Metric gates (like ORFS rules-base.json): the flow on small configs must not regress.
 
-``flows/gates.json`` holds, per ``<config>/<pdk>``, the committed area, WNS and power with a
-tolerance each. Area and power may not grow beyond their tolerance, WNS may not get worse;
-a change that improves a figure by more than the tolerance also fails, so the committed values
-are updated with it (``python -m memwall.flows.gates`` rewrites them from build/).
+``flows/gates.json`` holds, per ``<config>/<pdk>``, the committed area and power, and WNS
+where timing is met, with a tolerance each. Area and power may not grow beyond their tolerance,
+WNS may not get worse; a change that improves a figure by more than the tolerance also fails, so
+the committed values are updated with it (``python -m memwall.flows.gates`` rewrites them from
+build/). A failing slack is never an expected value: a gate whose timing was not met records
+``measured_wns_ns`` as information only, and this test does not assert it.
 """
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -40,7 +43,13 @@ def _check_gate(key: str, build_root: Path) -> None:
     assert power <= gate["power_mw"] * (1 + tol["power"]), f"{key}: power grew to {power:.3f}"
     assert power >= gate["power_mw"] * (1 - tol["power"]), \
         f"{key}: power fell to {power:.3f} mW: update flows/gates.json"
-    assert wns >= gate["wns_ns"] - tol["wns_ns"], f"{key}: WNS worsened to {wns:.3f} ns"
-    assert wns <= gate["wns_ns"] + tol["wns_ns"], \
-        f"{key}: WNS improved to {wns:.3f} ns: update flows/gates.json"
+    if "wns_ns" in gate:   # timing met when recorded: the slack may not shrink
+        assert gate["wns_ns"] >= 0, f"{key}: a negative WNS is pinned as expected value"
+        assert wns is not None and wns >= gate["wns_ns"] - tol["wns_ns"], \
+            f"{key}: WNS worsened to {wns} ns"
+        assert wns <= gate["wns_ns"] + tol["wns_ns"], \
+            f"{key}: WNS improved to {wns:.3f} ns: update flows/gates.json"
+    else:   # not met yet: the real signed slack is reported, but not gated
+        assert "measured_wns_ns" in gate, f"{key}: neither wns_ns nor measured_wns_ns"
+        assert wns is None or math.isfinite(wns)
     assert metrics["activity_source"].startswith("cocotb power workload")
