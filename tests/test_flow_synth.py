@@ -18,6 +18,8 @@ from amaranth.hdl import Module
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 from memwall.flows import synth
+from memwall.flows.liberty import CELL_START
+from memwall.flows.netlist import read_netlist
 from memwall.flows.pdk import PdkError, find_pdk
 from memwall.flows.synth import FlowError, choose_macro, synthesize
 from memwall.hdl.common.netlist import Design, unique_submodule
@@ -75,6 +77,12 @@ def test_every_module_gets_a_netlist_and_a_complete_log(synth16):
         types = _cell_types(text)
         for child, count in manifest["hierarchy"].get(module, {}).items():
             assert types[child] == count, (module, child)
+        # The same run's JSON netlist (what the flow reads) holds the same cells and ports.
+        gates = read_netlist(out / "netlist" / f"{module}.json", module)
+        assert collections.Counter(c.type for c in gates.cells) == types, module
+        ports = re.search(rf"^module {re.escape(module)}\((.*?)\);", text, re.M | re.S)
+        assert [p for p, _, _ in gates.ports] == \
+            [p.strip().lstrip("\\") for p in ports.group(1).split(",")], module
         # Gate level: only library cells, children and nothing the PDK marks dont_use (except
         # the tie cells, which hilomap places on purpose: sky130hd's conb_1 is dont_use for ABC).
         for cell in set(types) - set(manifest["hierarchy"].get(module, {})) - ties:
@@ -298,7 +306,7 @@ def test_a_truncated_run_raises_flow_error(tmp_path, monkeypatch):
             "if '-V' in sys.argv: print('Yosys 0.58 (fake)'); sys.exit(0)\n"
             "log = sys.argv[sys.argv.index('-l') + 1]\n"
             "open(log, 'w').write('3.23. Executing ABC pass\\n')\n")
-    monkeypatch.setattr(synth, "_YOSYS_MAIN", fake)
+    monkeypatch.setattr(synth, "YOSYS_MAIN", fake)
     pdk = _pdk("sky130hd")
     gen = _broken_gen(tmp_path)
     shutil.copy(gen / "rtl" / "leaf.v", gen / "rtl" / "broken.v")   # valid, but never finishes
@@ -316,7 +324,7 @@ def test_lite_liberty_keeps_every_cell_area_and_pin(tmp_path):
     def cells(text):
         area = re.compile(r"^\s*area\s*:\s*([0-9.]+)", re.M)
         pins = re.compile(r"^\s*(?:pin|bus)\s*\(\s*\"?(\w+)", re.M)
-        starts = [(m.start(), m.group(1)) for m in synth._LIB_CELL.finditer(text)]
+        starts = [(m.start(), m.group(1)) for m in CELL_START.finditer(text)]
         out = {}
         for (begin, name), (end, _) in zip(starts, starts[1:] + [(len(text), "")], strict=True):
             body = text[begin:end]
