@@ -3,7 +3,8 @@
 Each case runs the generated ``dplena_core`` (program from the generator, logits through the
 HBM port and the dequantiser) and checks ``x``, ``x0``, the confidence bits and ``transfer``
 against :func:`memwall.golden.dplena.sample_step_hw` bit for bit, and the cycle count against
-the cycle model (:mod:`memwall.families.dplena.model`, within 2 %; it is exact when nothing stalls).
+the cycle model (:mod:`memwall.families.dplena.model`): equal, cycle for cycle, when nothing
+stalls; with random HBM gaps and output back-pressure the RTL takes at least as long.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from memwall.verif.dplena.core_run import run_core
 
 from memwall.config import load_config
 from memwall.families.dplena.model import estimate
+
+# Every test here runs the core in cocotb.
+pytestmark = pytest.mark.sim
 
 MASK_ID = 126336
 
@@ -47,9 +51,9 @@ def _check(cfg, wl, logits, x, rtl, *, exact_cycles=True):
     assert np.array_equal(rtl["confidence"].view(np.uint32), want["confidence"].view(np.uint32))
     model = estimate(cfg, wl).cycles
     if exact_cycles:
-        assert abs(model - rtl["cycles"]) <= 0.02 * rtl["cycles"], (model, rtl["cycles"])
-    else:
-        assert rtl["cycles"] >= model
+        assert rtl["cycles"] == model, (rtl["cycles"], model)
+    else:   # stalls can only add cycles (compute-bound steps hide most HBM gaps)
+        assert rtl["cycles"] >= model, (rtl["cycles"], model)
 
 
 CASES = {
