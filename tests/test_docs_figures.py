@@ -75,6 +75,28 @@ def test_readme_exp_and_recip_accuracy():
     assert r["correct"] == r["finite"] == 65280
 
 
+def test_docstrings_quote_the_measured_accuracy():
+    """The same figures in the golden and RTL docstrings (printed by ``python -m
+    memwall.golden.transcendental``)."""
+    from memwall.golden import transcendental as golden
+    from memwall.hdl.common import transcendental as rtl
+
+    exp, recip = measure(bf16_exp, exp_reference), measure(bf16_recip, recip_reference)
+    m = _find(r"max error ([\d.]+) ulp\s+over the inputs whose exact result is a normal BF16 "
+              r"number; (\d+) of (\d+) finite inputs\s+\(([\d.]+) %\) correctly rounded",
+              golden.bf16_exp.__doc__)
+    assert _quoted(m[1], exp["max_ulp"]) and _quoted(m[4], exp["fraction"], 100)
+    assert (int(m[2]), int(m[3])) == (exp["correct"], exp["finite"])
+    m = _find(r"max error ([\d.]+) ulp over the inputs whose exact result is a normal BF16 "
+              r"number; all (\d+)\s+finite inputs \(100 %\) correctly rounded",
+              golden.bf16_recip.__doc__)
+    assert _quoted(m[1], recip["max_ulp"])
+    assert int(m[2]) == recip["correct"] == recip["finite"]
+    m = _find(r"the max error is\s+([\d.]+) ulp and ([\d.]+) % of finite inputs are correctly "
+              r"rounded", rtl.Bf16Exp.__doc__)
+    assert _quoted(m[1], exp["max_ulp"]) and _quoted(m[2], exp["fraction"], 100)
+
+
 # --- README: generation time (make bench) ----------------------------------------------------
 
 def test_readme_generation_times_quote_bench_json():
