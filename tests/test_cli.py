@@ -217,6 +217,7 @@ def test_model_shield_json(capsys):
     assert 0 < result["eta"] < 1
 
 
+@pytest.mark.sim
 def test_run_shield_matches_model(tmp_path, capsys):
     out = tmp_path / "run.json"
     assert main(["run", "shield", "--config", "shield_small", "--trace", SHIELD_TRACE,
@@ -286,6 +287,7 @@ def test_model_dplena_workload_too_big_for_sram(capsys):
     assert "Vector SRAM has 64" in capsys.readouterr().err
 
 
+@pytest.mark.sim
 def test_run_dplena_matches_golden_cli(tmp_path, capsys):
     arrays = _workload(seed=4)
     code, golden_out = _golden(tmp_path, arrays)

@@ -19,6 +19,7 @@ from memwall.flows.pdk import PdkError, find_pdk
 GATES = json.loads((Path(__file__).resolve().parents[1] / "flows" / "gates.json").read_text())
 
 
+@pytest.mark.sim
 def test_flow_metrics_within_gates(tmp_path):
     for pdk in sorted({key.split("/")[1] for key in GATES["gates"]}):
         try:

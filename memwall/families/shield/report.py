@@ -326,7 +326,7 @@ def _readme(res, cfgs) -> str:
         "same cycles. Live rows only are refreshed, so released Q/O rows also save "
         "standard-bank (exponent) refreshes -- more than Eq. 5-8, which assume the whole "
         "array allocated.\n")
-    add("| config | trace | µs | refreshes std / rel | P_base | P_SHIELD | eta trace | "
+    add("| config | trace | µs | refreshes std / rel | P_base mW | P_SHIELD mW | eta trace | "
         "F (live) | eta Eq. 4-8 at F |")
     add("|---|---|---|---|---|---|---|---|---|")
     for t in res["traces"]:
@@ -334,7 +334,7 @@ def _readme(res, cfgs) -> str:
         p = r["paper"]
         add(f"| {t['config']} | {t['trace']} | {r['duration_us']:.0f} | "
             f"{r['refresh_counts']['standard']} / {r['refresh_counts']['relaxed']} | "
-            f"{r['p_base']:.3f} | {r['p_shield']:.3f} | {_pct(r['eta'])} | "
+            f"{r['p_base']:.4g} | {r['p_shield']:.4g} | {_pct(r['eta'])} | "
             f"{r['kv_fraction']:.3f} | {_pct(p['eta'])} |")
     add("")
     rt = res["retention"]
