@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from amaranth.hdl import Module, Shape, Signal
+from amaranth.hdl import Module, Shape, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .netlist import Design, Netlist, module_key, port_values, unique_submodule
+from .netlist import module_key, port_values
+from .structural import Netlist, Structural
 
 __all__ = ["LaneArray", "LockstepControl"]
 
@@ -74,7 +75,7 @@ class LockstepControl(wiring.Component):
         return m
 
 
-class LaneArray(wiring.Component):
+class LaneArray(Structural, wiring.Component):
     """``count`` lanes plus one control component, emitted as a Verilog ``generate`` loop.
 
     Ports of the array: every port of ``control`` not named in ``links``, with the control's own
@@ -103,6 +104,7 @@ class LaneArray(wiring.Component):
             raise ValueError(f"count must be >= 1, got {count}")
         self._lane_factory = lane_factory
         self._lane = lane_factory()
+        self._lane._MustUse__silence = True   # a template for the signature, never elaborated
         self._control = control
         self._links = dict(links or {})
         self._broadcast = tuple(broadcast)
@@ -130,49 +132,22 @@ class LaneArray(wiring.Component):
                            "count": count, "links": self._links, "broadcast": self._broadcast}
         super().__init__(members)
 
-    # Amaranth simulation path: ordinary submodules wired like the generate loop below.
-    def elaborate(self, platform):
-        m = Module()
-        mine = port_values(self)
-        control_ports = port_values(self._control)
-        unique_submodule(m, "control", self._control)
-        for name, (direction, value) in control_ports.items():
-            if name in mine:
-                m.d.comb += (value.eq(mine[name][1]) if direction == "input"
-                             else mine[name][1].eq(value))
-        for n in range(self.count):
-            lane = self._lane if n == 0 else self._lane_factory()
-            unique_submodule(m, f"lane{n}", lane)
-            for name, (direction, value) in port_values(lane).items():
-                if name in self._links:
-                    m.d.comb += value.eq(control_ports[self._links[name]][1])
-                    continue
-                outer = mine[name][1]
-                if name not in self._broadcast:
-                    outer = outer.word_select(n, len(value))
-                m.d.comb += value.eq(outer) if direction == "input" else outer.eq(value)
-        return m
-
-    # Verilog path: one control instance and a generate loop over one lane module.
-    def emit_verilog(self, design: Design, name: str) -> str:
-        netlist = Netlist.of(design, self)
-        control = design.module_for(self._control)
-        for port in sorted(self._internal_links):
-            netlist.wire(f"link_{port}", control.port(port).width)
-        netlist.instance("control", self._control, {
-            p.name: f"link_{p.name}" if p.name in self._internal_links else p.name
-            for p in control.ports if p.name not in ("clk", "rst")})
-        lane_binds = {}
-        for port in design.module_for(self._lane).ports:
-            if port.name in ("clk", "rst"):
-                continue
-            if port.name in self._broadcast:
-                lane_binds[port.name] = port.name
-            elif port.name in self._links:
-                target = self._links[port.name]
-                lane_binds[port.name] = f"link_{target}" if target in self._internal_links \
-                    else target
+    # One description for both paths: Verilog (a generate loop over one lane module) and
+    # Amaranth simulation (ordinary submodules wired the same way).
+    def structure(self, netlist: Netlist) -> None:
+        io = netlist.io
+        control = netlist.instance("control", self._control)
+        lanes = netlist.instances("lane", self._lane_factory, self.count)
+        for name in self._control.signature.members:
+            if name not in self._internal_links:
+                netlist.connect(io[name], control[name])
+        for name in self._lane.signature.members:
+            if name in self._links:
+                target = self._links[name]
+                source = control[target] if target in self._internal_links else io[target]
+                netlist.connect(source, lanes[name])
+            elif name in self._broadcast:
+                netlist.connect(io[name], lanes[name])
             else:
-                lane_binds[port.name] = f"{port.name}[i*{port.width} +: {port.width}]"
-        netlist.instance("lane", self._lane, lane_binds, replicate=self.count)
-        return netlist.text(name)
+                width = len(Value.cast(getattr(self._lane, name)))
+                netlist.bind(lanes[name], netlist.net(io[name]).lane(width))

@@ -7,7 +7,8 @@ being built, the child is converted once per distinct ``(class, params)`` and ev
 the child is added as an ordinary submodule, so the same generator code serves both.
 
 A component opts in by exposing ``params``: a JSON-serialisable dict that fully determines its
-hardware. Components that build their Verilog structurally (e.g. :class:`LaneArray`) implement
+hardware. Components that build their Verilog structurally (described once as a
+:class:`~memwall.hdl.common.structural.Netlist`, e.g. :class:`LaneArray`) implement
 ``emit_verilog(design, name) -> str`` instead of being converted by Amaranth.
 """
 
@@ -25,12 +26,12 @@ from amaranth.hdl import ClockSignal, Instance, ResetSignal, Value
 from amaranth.lib import wiring
 
 __all__ = ["Design", "ModuleInfo", "Port", "unique_submodule", "port_values", "module_key",
-           "Netlist", "Structural"]
+           "CLOCK_PORTS"]
 
 _current_design: contextvars.ContextVar[Design | None] = contextvars.ContextVar(
     "memwall_design", default=None)
 
-_CLOCK_PORTS = ("clk", "rst")
+CLOCK_PORTS = ("clk", "rst")
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,8 @@ class Design:
         self._emitting: list[str] = []         # modules being built, innermost last
         #: parent module -> {child module: instances of it in one parent}
         self.children: dict[str, dict[str, int]] = {}
+        #: parent module -> its child instances in order (see :meth:`instance_tree`)
+        self._instances: dict[str, list[dict]] = {}
 
     # -- building --------------------------------------------------------------------------------
     def add_top(self, component, name: str) -> ModuleInfo:
@@ -151,10 +154,42 @@ class Design:
             self._by_key[key] = self._emit(component, self._fresh_name(component, key))
         return self._by_key[key]
 
-    def record_instance(self, child: str, count: int = 1) -> None:
-        """Note ``count`` instances of module ``child`` in the module being built."""
-        siblings = self.children.setdefault(self._emitting[-1], {})
+    def record_instance(self, child: str, count: int = 1, *, instance: str,
+                        block: str | None = None) -> None:
+        """Note an instance ``instance`` of module ``child`` in the module being built.
+
+        With ``block``, it is the instance inside a ``generate`` loop ``block`` of ``count``
+        iterations (``count`` instances in all); without, ``count`` must be 1.
+        """
+        if block is None and count != 1:
+            raise ValueError(f"instance {instance}: {count} instances need a generate block")
+        parent = self._emitting[-1]
+        siblings = self.children.setdefault(parent, {})
         siblings[child] = siblings.get(child, 0) + count
+        entry = {"instance": instance, "module": child}
+        if block is not None:
+            entry["generate"] = {"block": block, "count": count}
+        self._instances.setdefault(parent, []).append(entry)
+
+    def instance_tree(self) -> dict[str, list[dict]]:
+        """Per module, its instances of the design's modules, in the order of its Verilog.
+
+        Returns ``{parent module: [entry, ...]}`` with a (possibly empty) list for every module
+        of :attr:`module_names`. Each entry is::
+
+            {"instance": <Verilog instance name>, "module": <child module>}
+            {"instance": "u", "module": <child module>,
+             "generate": {"block": <generate block label>, "count": <iterations>}}
+
+        An instance without ``generate`` is the VCD scope ``<parent scope>.<instance>``. One
+        with ``generate`` is ``count`` scopes ``<parent scope>.<block>[k].<instance>`` for
+        ``k = 0 .. count-1``, the ``[k]`` spelt as the simulator writes it (Icarus ``[k]``,
+        Verilator ``__BRA__k__KET__``, some tools ``(k)``). Only modules of the design appear:
+        memories and Amaranth's own non-deduplicated submodules (``<parent>.<child>`` in the
+        parent's file) are part of their parent. Summed per child module, ``count`` gives
+        :attr:`children`.
+        """
+        return {name: [dict(e) for e in self._instances.get(name, [])] for name in self._order}
 
     def instance_counts(self, top: str) -> dict[str, int]:
         """How many times each module occurs in the elaborated hierarchy under ``top``."""
@@ -192,12 +227,25 @@ class Design:
             else:
                 text = rtlil.convert(component, name=name, emit_src=False)
                 info = ModuleInfo(name, _rtlil_ports(text, name))
+                self._check_cells(text, name)
                 self._rtlil[name] = text
         finally:
             self._emitting.pop()
             _current_design.reset(token)
         self._order.append(name)
         return info
+
+    def _check_cells(self, text: str, name: str) -> None:
+        """Every instance recorded for ``name`` is a cell of that very module (not of one of
+        Amaranth's own submodules), so :meth:`instance_tree` names real scopes."""
+        start = text.index(f"\nmodule \\{name}\n")
+        body = text[start:text.index("\nend\n", start)]
+        cells = set(re.findall(r"^\s*cell \\(\S+) \\(\S+)$", body, re.M))
+        for entry in self._instances.get(name, []):
+            if (entry["module"], entry["instance"]) not in cells:
+                raise RuntimeError(f"instance {entry['instance']} of {entry['module']} is not a "
+                                   f"cell of module {name}: add it with unique_submodule in the "
+                                   f"component's own module")
 
     def _write_verilog(self) -> None:
         """One Yosys run turns every pending RTLIL module into Verilog (not one run per module)."""
@@ -248,7 +296,7 @@ def instance_connections(info: ModuleInfo, ports: dict[str, tuple[str, Value]]) 
     """Instance keyword arguments binding a module's ports to the given values."""
     kwargs = {}
     for port in info.ports:
-        if port.name in _CLOCK_PORTS and port.name not in ports:
+        if port.name in CLOCK_PORTS and port.name not in ports:
             kwargs[f"i_{port.name}"] = ClockSignal() if port.name == "clk" else ResetSignal()
             continue
         direction, value = ports[port.name]
@@ -263,86 +311,5 @@ def unique_submodule(m, name: str, component) -> None:
         m.submodules[name] = component
         return
     info = design.module_for(component)
-    design.record_instance(info.name)
+    design.record_instance(info.name, instance=name)
     m.submodules[name] = Instance(info.name, **instance_connections(info, port_values(component)))
-
-
-class Netlist:
-    """Builds a structural Verilog module: ports, wires and instances of deduplicated modules.
-
-    Components whose Verilog is pure wiring (lane arrays, reduction trees, tops) write it with
-    this in ``emit_verilog`` instead of going through Amaranth, so their cost does not grow with
-    the width of the vectors they route. Nets are Verilog expressions over port and wire names.
-    """
-
-    def __init__(self, design: Design, ports: list[tuple[str, str, int]] = ()):
-        self.design = design
-        self.ports = list(ports)
-        self._clocked: set[str] = set()
-        self._wires: list[str] = []
-        self._body: list[str] = []
-
-    @classmethod
-    def of(cls, design: Design, component) -> Netlist:
-        """A netlist whose ports are ``component``'s own (Amaranth's flattened names)."""
-        return cls(design, [(name, direction, len(value))
-                            for name, (direction, value) in port_values(component).items()])
-
-    def port(self, name: str, direction: str, width: int) -> str:
-        self.ports.append((name, direction, width))
-        return name
-
-    def wire(self, name: str, width: int) -> str:
-        self._wires.append(f"  wire [{width - 1}:0] {name};")
-        return name
-
-    def assign(self, target: str, expression: str) -> None:
-        """A continuous assignment (wiring only: concatenations, constants, slices)."""
-        self._body.append(f"  assign {target} = {expression};")
-
-    def instance(self, name: str, component, binds: dict[str, str], *,
-                 replicate: int | None = None) -> ModuleInfo:
-        """Instantiate ``component``'s module; ``clk``/``rst`` are bound implicitly.
-
-        With ``replicate=N`` the instance sits in a ``generate`` loop over ``i`` in ``0..N-1``.
-        """
-        info = self.design.module_for(component)
-        self.design.record_instance(info.name, replicate or 1)
-        unbound = {p.name for p in info.ports} - set(binds) - set(_CLOCK_PORTS)
-        unknown = set(binds) - {p.name for p in info.ports}
-        if unbound or unknown:
-            raise ValueError(f"instance {name} of {info.name}: unbound ports {sorted(unbound)}, "
-                             f"unknown ports {sorted(unknown)}")
-        connections = []
-        for port in info.ports:
-            if port.name in _CLOCK_PORTS:
-                self._clocked.add(port.name)
-                connections.append(f".{port.name}({port.name})")
-            else:
-                connections.append(f".{port.name}({binds[port.name]})")
-        line = f"{info.name} {'u' if replicate else name} ({', '.join(connections)});"
-        if replicate is None:
-            self._body.append(f"  {line}")
-        else:
-            self._body += ["  genvar i;", "  generate",
-                           f"    for (i = 0; i < {replicate}; i = i + 1) begin : {name}",
-                           f"      {line}", "    end", "  endgenerate"]
-        return info
-
-    def text(self, name: str) -> str:
-        ports = [(p, "input", 1) for p in _CLOCK_PORTS if p in self._clocked] + self.ports
-        lines = [f"module {name}({', '.join(p for p, _, _ in ports)});"]
-        for pname, direction, width in ports:
-            # Vectors keep an explicit range even at width 1, so lane slices stay legal.
-            rng = "" if pname in _CLOCK_PORTS else f"[{width - 1}:0] "
-            lines.append(f"  {direction} {rng}{pname};")
-        lines += self._wires + self._body + ["endmodule"]
-        return "\n".join(lines) + "\n"
-
-
-class Structural:
-    """Mixin for components that exist only as structural Verilog (``emit_verilog``)."""
-
-    def elaborate(self, platform):
-        raise NotImplementedError(f"{type(self).__name__} is built as structural Verilog; "
-                                  f"generate it with a Design and simulate that")

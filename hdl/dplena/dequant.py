@@ -24,7 +24,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 from memwall.golden.formats import BF16
-from memwall.hdl.common.netlist import Design, Netlist, Structural
+from memwall.hdl.common.structural import Netlist, Structural
 
 __all__ = ["DequantLane", "DequantControl", "Dequantiser", "dequant_cmd_layout", "MX_BLOCK",
            "MX_GROUP_BEATS"]
@@ -307,22 +307,16 @@ class Dequantiser(Structural, wiring.Component):
             "busy": Out(1),
         })
 
-    def emit_verilog(self, design: Design, name: str) -> str:
-        w = self.beat_bytes
-        netlist = Netlist.of(design, self)
-        links = {"load": netlist.wire("link_load", 1),
-                 "mode_bf16": netlist.wire("link_mode_bf16", 1),
-                 "lane_elem": netlist.wire("link_lane_elem", w * 8),
-                 "lane_scale": netlist.wire("link_lane_scale", w // MX_BLOCK * 8),
-                 "lane_raw": netlist.wire("link_lane_raw", w * 16)}
-        outside = ("cmd__valid", "cmd__ready", "cmd__payload", "beat__valid", "beat__ready",
-                   "beat__payload", "wr_valid", "wr_ready", "wr_row", "wr_bank", "busy")
-        control = DequantControl(self.vlen, self.beat_bytes, self.row_bits)
-        netlist.instance("control", control, {**links, **{p: p for p in outside}})
-        netlist.instance("lane", DequantLane(), {
-            "load": links["load"], "bf16": links["mode_bf16"],
-            "elem": f"{links['lane_elem']}[i*8 +: 8]",
-            "scale": f"{links['lane_scale']}[(i/{MX_BLOCK})*8 +: 8]",
-            "raw": f"{links['lane_raw']}[i*16 +: 16]",
-            "y": "wr_data[i*16 +: 16]"}, replicate=w)
-        return netlist.text(name)
+    def structure(self, netlist: Netlist) -> None:
+        io = netlist.io
+        control = netlist.instance(
+            "control", DequantControl(self.vlen, self.beat_bytes, self.row_bits))
+        lanes = netlist.instances("lane", DequantLane, self.beat_bytes)
+        for name in ("cmd", "beat", "wr_valid", "wr_ready", "wr_row", "wr_bank", "busy"):
+            netlist.connect(io[name], control[name])
+        netlist.connect(control.load, lanes.load)
+        netlist.connect(control.mode_bf16, lanes.bf16)
+        netlist.bind(lanes.elem, netlist.net(control.lane_elem).lane(8))
+        netlist.bind(lanes.scale, netlist.net(control.lane_scale).lane(8, per=MX_BLOCK))
+        netlist.bind(lanes.raw, netlist.net(control.lane_raw).lane(16))
+        netlist.bind(lanes.y, netlist.net(io.wr_data).lane(16))

@@ -1,9 +1,9 @@
 """The d-PLENA sampling core's instruction set: encoding and semantics, in one place.
 
-The sequencer (:mod:`memwall.hdl.dplena.core`) decodes these words; the program generator
-(:mod:`memwall.hdl.dplena.program`) and the cycle model assemble them. The six custom
-instructions of the paper's Table I are marked (*); the others are the PLENA-style base
-instructions Algorithm 2 needs.
+The sequencer (:mod:`memwall.hdl.dplena.sequencer`) decodes these words (:data:`INSTR_LAYOUT`);
+the program generator (:mod:`memwall.hdl.dplena.program`) and the cycle model assemble them.
+The six custom instructions of the paper's Table I are marked (*); the others are the
+PLENA-style base instructions Algorithm 2 needs.
 
 Word (64 bits, LSB first)::
 
@@ -67,26 +67,23 @@ V_SELECT_INT (*)    gd, gs1, gs2,         ``INT[gd + i] = mask ? INT[gs1 + i] : 
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
-__all__ = ["Op", "Instr", "encode", "decode", "FIELDS", "RED_FIRST", "RED_LAST", "PREFETCH_BF16",
-           "NUM_GP", "NUM_FP", "WORD_BITS"]
+from amaranth.lib import data, enum
+
+__all__ = ["Op", "Instr", "encode", "decode", "INSTR_LAYOUT", "FIELDS", "RED_FIRST", "RED_LAST",
+           "PREFETCH_BF16", "NUM_GP", "NUM_FP", "WORD_BITS"]
 
 WORD_BITS = 64
 NUM_GP = 16
 NUM_FP = 16
-
-#: (offset, width) of each field of an instruction word.
-FIELDS = {"opcode": (0, 6), "rd": (6, 4), "rs1": (10, 4), "rs2": (14, 4), "rs3": (18, 4),
-          "imm": (32, 32)}
 
 RED_FIRST = 1
 RED_LAST = 2
 PREFETCH_BF16 = 1
 
 
-class Op(enum.IntEnum):
+class Op(enum.IntEnum, shape=6):
     NOP = 0
     HALT = 1
     ADDI = 2
@@ -119,6 +116,17 @@ class Op(enum.IntEnum):
     V_CMP_EQ_INT = 30
     V_TOPK_MASK = 31
     V_SELECT_INT = 32
+
+
+#: The instruction word, LSB first. ``imm`` is stored as 32 raw bits: the sequencer adds it
+#: modulo 2**32 and reads it as two's complement only for branch offsets.
+INSTR_LAYOUT = data.StructLayout({
+    "opcode": Op, "rd": 4, "rs1": 4, "rs2": 4, "rs3": 4, "reserved": 10, "imm": 32})
+assert INSTR_LAYOUT.size == WORD_BITS
+
+#: (offset, width) of each field of an instruction word, from :data:`INSTR_LAYOUT`.
+FIELDS = {name: (field.offset, field.width) for name, field in INSTR_LAYOUT
+          if name != "reserved"}
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 from memwall.hdl.common.fp import FpAdd, bf16_key
 from memwall.hdl.common.lanes import LockstepControl
-from memwall.hdl.common.netlist import Design, Netlist, Structural, unique_submodule
+from memwall.hdl.common.netlist import unique_submodule
+from memwall.hdl.common.structural import Netlist, Structural
 
 __all__ = ["ReduceOp", "ReductionNode", "ReductionLeafPair", "CountSplit", "ReductionTree",
            "ReductionAccumulator", "ReductionUnit", "reduction_tree", "reduce_cmd_layout",
@@ -162,29 +163,28 @@ class ReductionTree(Structural, wiring.Component):
         super().__init__({"data": In(data.ArrayLayout(16, lanes)), "count": In(range(lanes + 1)),
                           "load": In(self.levels), **_tree_outputs(self.levels)})
 
-    def emit_verilog(self, design: Design, name: str) -> str:
+    def structure(self, netlist: Netlist) -> None:
+        io = netlist.io
         half, sub_levels = self.lanes // 2, self.levels - 1
-        netlist = Netlist.of(design, self)
-        split = CountSplit(self.lanes)
-        count_width = len(split.left)
-        netlist.instance("split", split, {"count": "count", "left": netlist.wire("left_count",
-                         count_width), "right": netlist.wire("right_count", count_width)})
-        node = {}
-        for n, side in enumerate(("l", "r")):
-            outs = {"max_value": netlist.wire(f"{side}_value", 16),
-                    "max_valid": netlist.wire(f"{side}_valid", 1),
-                    "max_index": netlist.wire(f"{side}_index", sub_levels),
-                    "sum": netlist.wire(f"{side}_sum", 32)}
-            netlist.instance("left" if n == 0 else "right", reduction_tree(half), {
-                "data": f"data[{n * half * 16} +: {half * 16}]",
-                "count": "left_count" if n == 0 else "right_count",
-                "load": f"load[{sub_levels - 1}:0]", **outs})
-            node.update({f"{side}_value": outs["max_value"], f"{side}_valid": outs["max_valid"],
-                         f"{side}_index": outs["max_index"], f"{side}_sum": outs["sum"]})
-        netlist.instance("node", ReductionNode(sub_levels), {
-            **node, "load": f"load[{self.levels - 1}]", "max_value": "max_value",
-            "max_valid": "max_valid", "max_index": "max_index", "sum": "sum"})
-        return netlist.text(name)
+        data, load = netlist.net(io.data), netlist.net(io.load)
+        split = netlist.instance("split", CountSplit(self.lanes))
+        netlist.connect(io.count, split.count)
+        subtrees = [netlist.instance(side, reduction_tree(half)) for side in ("left", "right")]
+        node = netlist.instance("node", ReductionNode(sub_levels))
+        for n, (sub, count, side) in enumerate(zip(subtrees, (split.left, split.right), "lr",
+                                                   strict=True)):
+            netlist.bind(sub.data, data[n * half * 16:(n + 1) * half * 16])
+            netlist.connect(count, sub.count)
+            netlist.bind(sub.load, load[:sub_levels])
+            for out, into in _NODE_INPUTS.items():
+                netlist.connect(sub[out], node[f"{side}_{into}"])
+        netlist.bind(node.load, load[self.levels - 1])
+        for out in _NODE_INPUTS:
+            netlist.connect(node[out], io[out])
+
+
+#: a (sub)tree output -> the node input it feeds (prefixed ``l_``/``r_``)
+_NODE_INPUTS = {"max_value": "value", "max_valid": "valid", "max_index": "index", "sum": "sum"}
 
 
 def reduction_tree(lanes: int):
@@ -307,26 +307,20 @@ class ReductionUnit(Structural, wiring.Component):
             "o": Out(stream.Signature(RESULT_LAYOUT)),
         })
 
-    def emit_verilog(self, design: Design, name: str) -> str:
-        levels = exact_log2(self.vlen)
+    def structure(self, netlist: Netlist) -> None:
+        io = netlist.io
         cmd = reduce_cmd_layout(self.vlen)
-        netlist = Netlist.of(design, self)
-        load = netlist.wire("load", levels)
-        chunk = {"valid": netlist.wire("chunk_valid", 1), "ready": netlist.wire("chunk_ready", 1),
-                 "payload": netlist.wire("chunk_payload", cmd.size)}
-        tree = {"max_value": netlist.wire("tree_value", 16),
-                "max_valid": netlist.wire("tree_valid", 1),
-                "max_index": netlist.wire("tree_index", levels),
-                "sum": netlist.wire("tree_sum", 32)}
-        netlist.instance("control", LockstepControl(cmd, latency=levels), {
-            "i__valid": "i__valid", "i__ready": "i__ready", "i__payload": "i__payload",
-            "o__valid": chunk["valid"], "o__ready": chunk["ready"],
-            "o__payload": chunk["payload"], "load": load})
-        count = cmd["count"]
-        netlist.instance("tree", reduction_tree(self.vlen), {
-            "data": "data", "count": f"i__payload[{count.offset} +: {count.width}]",
-            "load": load, **tree})
-        netlist.instance("accumulator", ReductionAccumulator(self.vlen), {
-            **{f"chunk__{k}": v for k, v in chunk.items()}, **tree,
-            "o__valid": "o__valid", "o__ready": "o__ready", "o__payload": "o__payload"})
-        return netlist.text(name)
+        control = netlist.instance("control",
+                                   LockstepControl(cmd, latency=exact_log2(self.vlen)))
+        tree = netlist.instance("tree", reduction_tree(self.vlen))
+        accumulator = netlist.instance("accumulator", ReductionAccumulator(self.vlen))
+        netlist.connect(io.i, control.i)
+        netlist.connect(control.o, accumulator.chunk)
+        netlist.connect(control.load, tree.load)
+        netlist.connect(io.data, tree.data)
+        count = cmd["count"]   # the tree sees the count of the chunk entering it
+        netlist.bind(tree.count,
+                     netlist.net(io.i.payload)[count.offset:count.offset + count.width])
+        for name in _NODE_INPUTS:
+            netlist.connect(tree[name], accumulator[name])
+        netlist.connect(accumulator.o, io.o)
