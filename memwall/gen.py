@@ -143,6 +143,9 @@ def generate(cfg, out_root: Path = Path("build")) -> Path:
             # the top) this is what hierarchical synthesis multiplies module areas by.
             "hierarchy": {m: dict(sorted(c.items())) for m, c in design.children.items()},
             "instances": design.instance_counts(top),
+            # module -> its instances (Verilog name, module, generate block and count), the
+            # VCD scopes below it; format: Design.instance_tree.
+            "instance_tree": design.instance_tree(),
             "tools": _tool_versions(),
             "files": hashes,
         }

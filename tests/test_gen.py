@@ -156,6 +156,17 @@ def test_manifest(out32):
     assert manifest["modules"] == [f.removeprefix("rtl/").removesuffix(".v")
                                    for f in _filelist(out32)]
     assert manifest["tools"]["amaranth"] == "0.5.10"
+    # instance_tree: per module its instances; summed counts give "hierarchy"
+    tree = manifest["instance_tree"]
+    assert list(tree) == manifest["modules"]
+    for parent, entries in tree.items():
+        counts = collections.Counter()
+        for entry in entries:
+            counts[entry["module"]] += entry.get("generate", {}).get("count", 1)
+        assert dict(counts) == manifest["hierarchy"][parent], parent
+    top = {e["instance"]: e for e in tree[TOP]}
+    assert top["sequencer"]["module"].startswith("sequencer_")
+    assert top["u"]["generate"] == {"block": "bank", "count": cfg.banks}
 
 
 def test_regeneration_is_byte_identical(out32, tmp_path):
