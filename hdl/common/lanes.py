@@ -1,10 +1,12 @@
 """Vector lanes: N copies of a lane component driven in lockstep by one control component.
 
 A VLEN-wide unit is a :class:`LaneArray`: one control instance (valid/ready, pipeline enables) and
-``count`` lane instances. Its Verilog is written structurally as a ``generate`` loop over one lane
-module, so generation time and file size do not grow with VLEN, and no Amaranth-converted module
-ever carries VLEN-wide operand pairs (Amaranth numbers a module's input bits in 16 bits).
-Under Amaranth simulation the same object elaborates to ordinary submodules.
+``count`` lane instances, wired once in :meth:`LaneArray.structure`
+(:class:`~memwall.hdl.common.structural.Netlist`). In a Design that description is a Verilog
+``generate`` loop over one lane module, so generation time and file size do not grow with VLEN,
+and no Amaranth-converted module ever carries VLEN-wide operand pairs (Amaranth numbers a
+module's input bits in 16 bits); under Amaranth simulation the same description elaborates to
+ordinary submodules.
 """
 
 from __future__ import annotations
