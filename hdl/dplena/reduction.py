@@ -7,8 +7,8 @@ The tree is built by recursive halving: ``ReductionTree(n)`` is two ``ReductionT
 count splitter and one :class:`ReductionNode`, so a VLEN-lane tree is log2(VLEN) unique modules
 whatever VLEN is, and the pairwise order of the SUM (lanes 2i and 2i+1 first) is fixed by
 construction. Every tree level is one pipeline stage. The tree levels and the unit are written as
-structural Verilog (:class:`~memwall.hdl.common.netlist.Netlist`): they only route wide vectors,
-so generation time does not grow with VLEN.
+structural Verilog (:class:`~memwall.hdl.common.structural.Netlist`): they only route wide
+vectors, so generation time does not grow with VLEN.
 """
 
 from __future__ import annotations
