@@ -6,8 +6,9 @@ signal the VCD shows in a module's scope, the **toggle rate** (0->1 and 1->0 tra
 clock cycle) and the **static probability** (fraction of time at 1; x and z count as not 1).
 
 VCD scopes are instances; the flow analyses module types. Each scope is given its module type
-by following the instance names of the generated RTL (``build/<cfg>/rtl/<module>.v``) down
-from the simulated top, and every module type gets the **mean over its instances** in the VCD,
+by following the generator's own record of instance names (``instance_tree`` in
+``manifest.json``, :meth:`memwall.hdl.common.netlist.Design.instance_tree`) down from the
+simulated top, and every module type gets the **mean over its instances** in the VCD,
 bit by bit, plus the per-cycle values of a few instances (``traces``). With them
 :func:`memwall.flows.sta.run_sta` annotates, per module:
 
@@ -29,7 +30,8 @@ from collections import defaultdict
 from pathlib import Path
 
 __all__ = ["ActivityError", "activity_from_vcd", "bit_activity", "bit_trace", "decode_trace",
-           "rtl_instances", "save_activity", "load_activity", "TRACE_INSTANCES", "TRACE_CYCLES"]
+           "instance_scopes", "save_activity", "load_activity", "TRACE_INSTANCES",
+           "TRACE_CYCLES"]
 
 #: Per module type, the per-cycle values of this many instances and cycles are kept: the flow
 #: replays them into its gate-level activity simulation, so that the bits of a bus keep the
@@ -42,24 +44,7 @@ class ActivityError(RuntimeError):
     """A waveform that cannot give activity (no clock, no known top scope, empty window)."""
 
 
-_INSTANCE = re.compile(r"^\s*(\\?\S+)\s+(\\\S+|[A-Za-z_][\w$]*)\s*\(", re.M)
 _VAR = re.compile(r"^(?P<name>.*?)(?:\[(?P<msb>-?\d+)(?::(?P<lsb>-?\d+))?\])?$")
-
-
-def rtl_instances(rtl_dir: Path, modules: list[str]) -> dict[str, dict[str, str]]:
-    """Per module: instance name -> child module, read from the generated RTL files."""
-    known = set(modules)
-    out: dict[str, dict[str, str]] = {}
-    for module in modules:
-        path = Path(rtl_dir) / f"{module}.v"
-        found: dict[str, str] = {}
-        if path.exists():
-            for typ, inst in _INSTANCE.findall(path.read_text()):
-                typ = typ.lstrip("\\")
-                if typ in known:
-                    found[inst.lstrip("\\")] = typ
-        out[module] = found
-    return out
 
 
 def _bits(name: str, size: int) -> list[str]:
@@ -139,22 +124,24 @@ def decode_trace(word: str, cycles: int) -> list[int]:
     return [(value >> c) & 1 for c in range(cycles)]
 
 
-# A generate-loop iteration between a parent and its instance: "lane[3]", "lane(3)" or
-# Verilator's escaped "lane__BRA__3__KET__".
-_GENERATE_BLOCK = re.compile(r"^[A-Za-z_]\w*(\[\d+\]|\(\d+\)|__BRA__\d+__KET__)$")
+def instance_scopes(all_scopes, parent: str, entry: dict) -> list[str]:
+    """VCD scopes of one ``instance_tree`` entry of the module at scope ``parent``.
+
+    A generate-loop iteration is spelt as the simulator writes it: ``block[k]`` (Icarus),
+    ``block__BRA__k__KET__`` (Verilator) or ``block(k)``.
+    """
+    instance = entry["instance"]
+    loop = entry.get("generate")
+    if loop is None:
+        candidates = [f"{parent}.{instance}"]
+    else:
+        candidates = [f"{parent}.{loop['block']}{index}.{instance}"
+                      for k in range(loop["count"])
+                      for index in (f"[{k}]", f"__BRA__{k}__KET__", f"({k})")]
+    return [scope for scope in candidates if scope in all_scopes]
 
 
-def _instance_scopes(all_scopes, parent: str, instance: str) -> list[str]:
-    """VCD scopes of ``instance`` in ``parent``: direct, or inside one generate-loop level."""
-    direct = f"{parent}.{instance}"
-    if direct in all_scopes:
-        return [direct]
-    prefix, suffix = parent + ".", "." + instance
-    return sorted(s for s in all_scopes if s.startswith(prefix) and s.endswith(suffix)
-                  and _GENERATE_BLOCK.match(s[len(prefix):-len(suffix)]))
-
-
-def activity_from_vcd(vcd_path: Path, rtl_dir: Path, modules: list[str], *,
+def activity_from_vcd(vcd_path: Path, instance_tree: dict[str, list[dict]], *,
                       clock: str = "clk", top_scope: str | None = None,
                       top_module: str | None = None, start: int | None = None,
                       end: int | None = None) -> dict:
@@ -164,15 +151,14 @@ def activity_from_vcd(vcd_path: Path, rtl_dir: Path, modules: list[str], *,
     ----------
     vcd_path
         The waveform (Verilator's VCD of a cocotb run).
-    rtl_dir
-        ``build/<cfg>/rtl``: instance names there give every scope its module type.
-    modules
-        The manifest's module names.
+    instance_tree
+        Per module of the design, its instances (``instance_tree`` of ``manifest.json``): they
+        give every scope its module type.
     clock
         Clock signal of the top scope; activity is per rising edge of it.
     top_scope
         Dotted VCD scope of the simulated top; by default the shallowest scope named like a
-        module of ``modules`` (cocotb's Verilator runs dump ``TOP.<toplevel>``).
+        module of the design (cocotb's Verilator runs dump ``TOP.<toplevel>``).
     top_module
         Module type of ``top_scope`` when the testbench named its toplevel differently (a
         unit simulated as ``reduction_unit`` is module ``reduction_unit_vlen16``).
@@ -191,7 +177,7 @@ def activity_from_vcd(vcd_path: Path, rtl_dir: Path, modules: list[str], *,
     from vcdvcd import VCDVCD
 
     vcd = VCDVCD(str(vcd_path), store_tvs=True, store_scopes=True)
-    known = set(modules)
+    known = set(instance_tree)
     if top_scope is None:
         candidates = sorted((s for s in vcd.scopes if s.split(".")[-1] in known),
                             key=lambda s: s.count("."))
@@ -221,15 +207,14 @@ def activity_from_vcd(vcd_path: Path, rtl_dir: Path, modules: list[str], *,
         raise ActivityError(f"{vcd_path}: fewer than two clock cycles in the window")
     period = (in_window[-1] - in_window[0]) / (len(in_window) - 1)
     cycles = (end - start) / period
-    # Scope -> module type, from the top down through the RTL's instance names.
-    instances = rtl_instances(Path(rtl_dir), modules)
+    # Scope -> module type, from the top down through the generator's instance names.
     scopes = {top_scope: top_module}
     queue = [top_scope]
     while queue:
         scope = queue.pop()
-        for name, child in instances.get(scopes[scope], {}).items():
-            for path in _instance_scopes(vcd.scopes, scope, name):
-                scopes[path] = child
+        for entry in instance_tree.get(scopes[scope], []):
+            for path in instance_scopes(vcd.scopes, scope, entry):
+                scopes[path] = entry["module"]
                 queue.append(path)
     sums: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
     counts: dict[str, int] = defaultdict(int)

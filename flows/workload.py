@@ -57,14 +57,10 @@ def collect_activity(cfg, out_dir: Path) -> dict | None:
         name = workload.name
         design = Design()
         design.add_top(workload.component, name)
-        rtl = out_dir / name / "rtl"
-        rtl.mkdir(parents=True, exist_ok=True)
-        for module_name in design.module_names:
-            (rtl / f"{module_name}.v").write_text(design.module_text(module_name))
         vcd = out_dir / name / "waves.vcd"
         simulate(workload.component, name, workload.testbench, dict(workload.params),
                  sim="verilator", testcase=workload.testcase, seed=1, keep_waves=vcd)
-        part = activity_from_vcd(vcd, rtl, design.module_names, top_module=name)
+        part = activity_from_vcd(vcd, design.instance_tree(), top_module=name)
         part["name"] = name
         parts.append(part)
         vcd.unlink()   # large; the activity record is what is kept

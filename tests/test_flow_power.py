@@ -193,22 +193,20 @@ b10 "
 """
 
 
+#: The design of the tiny VCD as the generator records it (manifest.json's instance_tree).
+TINY_TREE = {"top": [{"instance": "u0", "module": "leaf"}, {"instance": "u1", "module": "leaf"}],
+             "leaf": []}
+
+
 def _tiny(tmp_path):
-    rtl = tmp_path / "rtl"
-    rtl.mkdir()
-    (rtl / "top.v").write_text("module top(clk, a, y);\n  input clk;\n  input [1:0] a;\n"
-                               "  output y;\n  leaf u0 (.clk(clk), .d(a[0]), .q(y));\n"
-                               "  leaf u1 (.clk(clk), .d(a[1]), .q());\nendmodule\n")
-    (rtl / "leaf.v").write_text("module leaf(clk, d, q);\n  input clk;\n  input d;\n"
-                                "  output reg q;\n  always @(posedge clk) q <= d;\nendmodule\n")
     vcd = tmp_path / "tiny.vcd"
     vcd.write_text(TINY_VCD)
-    return vcd, rtl
+    return vcd, TINY_TREE
 
 
 def test_activity_from_tiny_vcd(tmp_path):
-    vcd, rtl = _tiny(tmp_path)
-    act = activity.activity_from_vcd(vcd, rtl, ["top", "leaf"])
+    vcd, tree = _tiny(tmp_path)
+    act = activity.activity_from_vcd(vcd, tree)
     assert act["cycles"] == pytest.approx(4.0)          # rising edges 5..45, period 10
     assert act["clock_period_ns"] == pytest.approx(10.0)
     assert act["scopes"] == {"TOP.top": "top", "TOP.top.u0": "leaf", "TOP.top.u1": "leaf"}
@@ -229,17 +227,26 @@ def test_activity_from_tiny_vcd(tmp_path):
 
 
 def test_activity_named_top_and_errors(tmp_path):
-    vcd, rtl = _tiny(tmp_path)
+    vcd, tree = _tiny(tmp_path)
     # The testbench named its toplevel "top"; the generated design calls the module top_v2.
-    (rtl / "top_v2.v").write_text((rtl / "top.v").read_text().replace("module top(",
-                                                                      "module top_v2("))
-    act = activity.activity_from_vcd(vcd, rtl, ["top_v2", "leaf"], top_scope="TOP.top",
-                                     top_module="top_v2")
+    renamed = {"top_v2": tree["top"], "leaf": []}
+    act = activity.activity_from_vcd(vcd, renamed, top_scope="TOP.top", top_module="top_v2")
     assert act["scopes"]["TOP.top"] == "top_v2" and act["modules"]["leaf"]["instances"] == 2
     with pytest.raises(activity.ActivityError):
-        activity.activity_from_vcd(vcd, rtl, ["nothing"])
+        activity.activity_from_vcd(vcd, {"nothing": []})
     with pytest.raises(activity.ActivityError):
-        activity.activity_from_vcd(vcd, rtl, ["top", "leaf"], clock="clk2")
+        activity.activity_from_vcd(vcd, tree, clock="clk2")
+
+
+def test_instance_scopes_of_generate_loops():
+    scopes = {"TOP.top.lane[0].u", "TOP.top.lane[1].u", "TOP.v.lane__BRA__0__KET__.u",
+              "TOP.top.other"}
+    entry = {"instance": "u", "module": "m", "generate": {"block": "lane", "count": 2}}
+    assert activity.instance_scopes(scopes, "TOP.top", entry) == ["TOP.top.lane[0].u",
+                                                                  "TOP.top.lane[1].u"]
+    assert activity.instance_scopes(scopes, "TOP.v", entry) == ["TOP.v.lane__BRA__0__KET__.u"]
+    assert activity.instance_scopes(scopes, "TOP.top", {"instance": "other", "module": "m"}) \
+        == ["TOP.top.other"]
 
 
 def test_bit_activity_pads_short_vectors():
