@@ -56,7 +56,7 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
         steps.advance(FLOW_STEPS[0])
 
         area = synth.synthesize(gen_dir, pdk, cfg.clock_period_ns, out_dir, jobs=jobs,
-                                progress=progress.log)
+                                progress=progress)
         steps.advance(FLOW_STEPS[1])
         switching = None
         if activity:
@@ -64,7 +64,8 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
 
             switching = collect_activity(cfg, out_dir / "activity")
         steps.advance(FLOW_STEPS[2] if activity else "no activity run (--no-activity)")
-        timing = sta.run_sta(out_dir, manifest, pdk, cfg.clock_period_ns, switching)
+        timing = sta.run_sta(out_dir, manifest, pdk, cfg.clock_period_ns, switching,
+                             progress=progress)
         steps.advance(FLOW_STEPS[3])
 
     metrics = {
@@ -90,7 +91,8 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
         "command": f"make synth CONFIG={cfg.name} PDK={pdk.name}",
     }
     write_json_atomic(out_dir / "metrics.json", metrics)
+    wns = "no timed path" if metrics["wns_ns"] is None else f"{metrics['wns_ns']:.3f} ns"
     progress.log(f"memwall synth: {cfg.name}/{pdk.name}: {metrics['area_um2'] / 1e6:.4f} mm^2, "
-                 f"WNS {metrics['wns_ns']:.3f} ns, {metrics['power_mw']['total']:.2f} mW "
+                 f"WNS {wns}, {metrics['power_mw']['total']:.2f} mW "
                  f"-> {out_dir / 'metrics.json'}")
     return metrics

@@ -61,6 +61,10 @@ def markdown_table(header: list[str], rows: list[list]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _ns(value: float | None) -> str:
+    return "no timed path" if value is None else f"{value:.3f}"
+
+
 def _csv(rows: list[dict]) -> str:
     out = io.StringIO()
     fields = ["config", "unit", "pdk", "vlen", "clock_mhz", "area_um2", "cells", "wns_ns",
@@ -99,7 +103,7 @@ def write_report(build_root: Path = BUILD_ROOT, out: Path = REPORTS,
     md.append(markdown_table(
         ["config", "pdk", "area mm²", "cells", "WNS ns", "TNS ns", "internal mW",
          "switching mW", "leakage mW", "total mW", "activity", "command"],
-        [[r["config"], r["pdk"], f"{r['area_um2'] / 1e6:.4f}", r["cells"], f"{r['wns_ns']:.3f}",
+        [[r["config"], r["pdk"], f"{r['area_um2'] / 1e6:.4f}", r["cells"], _ns(r["wns_ns"]),
           f"{r['tns_ns']:.3f}", *(f"{r['power_mw'][k]:.4g}" for k in
                                   ("internal", "switching", "leakage", "total")),
           r["activity_source"].split(":")[0], f"`{r['command']}`"] for r in rows]))

@@ -38,6 +38,8 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from memwall.progress import Progress, plain_progress
+
 from .gate_activity import DEFAULT_ACTIVITY
 from .liberty import pdk_cell_library, pins, table_lookup
 from .netlist import NetlistError, build_hierarchy, read_netlist
@@ -248,7 +250,8 @@ def run_module(run: ModuleRun, pdk: Pdk, clock_period_ns: float, workdir: Path, 
 
 
 def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
-            activity: dict | None, *, jobs: int | None = None) -> dict:
+            activity: dict | None, *, jobs: int | None = None,
+            progress: Progress | None = None) -> dict:
     """Timing and power of a hierarchically synthesised design, one unique module at a time.
 
     Parameters
@@ -267,6 +270,8 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
         the default global activity (:data:`DEFAULT_ACTIVITY`).
     jobs
         Parallel OpenSTA processes (default: half the CPUs, at most 8).
+    progress
+        Shows the modules done out of the total (plain lines on stderr by default).
 
     Returns
     -------
@@ -312,9 +317,17 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
                            global_activity=None if activity is not None else DEFAULT_ACTIVITY)
         return module, timing, power, power_run
 
+    def counted(module: str):
+        result = job(module)
+        task.advance(module)
+        return result
+
     workers = jobs or max(1, min(8, (os.cpu_count() or 2) // 2))
-    with ThreadPoolExecutor(workers) as pool:
-        results = list(pool.map(job, [m for m in manifest["modules"] if instances.get(m)]))
+    modules = [m for m in manifest["modules"] if instances.get(m)]
+    progress = progress or plain_progress()
+    with progress.task(f"OpenSTA: modules of {manifest['top']}", len(modules)) as task, \
+            ThreadPoolExecutor(workers) as pool:
+        results = list(pool.map(counted, modules))
     total = dict(zero)
     by_module: dict[str, dict] = {}
     annotated: dict[str, int] = defaultdict(int)

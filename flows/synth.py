@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memwall.files import write_json_atomic
+from memwall.progress import Progress, plain_progress
 
 from .flow import FlowError
 from .liberty import Liberty, LibertyError, strip_groups
@@ -418,7 +419,7 @@ def subtree_areas(hierarchy: dict[str, dict[str, int]], own: dict[str, float]) -
 
 
 def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, jobs: int = 2,
-               progress=print) -> dict:
+               progress: Progress | None = None) -> dict:
     """Synthesise every unique module of a generated design once, hierarchically.
 
     Parameters
@@ -435,8 +436,8 @@ def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, j
         the Liberty file.
     jobs : int
         Yosys processes run in parallel.
-    progress : callable
-        Called with one line per finished module.
+    progress : memwall.progress.Progress
+        Shows the modules done out of the total (plain lines on stderr by default).
 
     Returns
     -------
@@ -489,23 +490,22 @@ def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, j
 
     runner = _Runner(out_dir)
     version = _yosys_version(runner, work)
-    progress(f"synth: {len(modules)} modules of {top} on {pdk.name}, {clock_period_ns:g} ns, "
-             f"{jobs} Yosys jobs ({version})")
+    progress = progress or plain_progress()
+    progress.log(f"synth: {len(modules)} modules of {top} on {pdk.name}, {clock_period_ns:g} "
+                 f"ns, {jobs} Yosys jobs ({version}); logs in {out_dir / 'logs'}")
     # Largest RTL first, so the long runs do not start last.
     order = sorted(modules, key=lambda m: -(gen_dir / "rtl" / f"{m}.v").stat().st_size)
     runs: dict[str, dict] = {}
-    done = 0
 
     def job(module: str) -> None:
-        nonlocal done
         children = sorted(hierarchy.get(module, {}))
         run = _synth_module(runner, module, children, libs, pdk, clock_period_ns, cells)
         with runner._lock:
             runs[module] = run
-            done += 1
-            progress(f"[{done}/{len(modules)}] {module} ... {run['runtime_s']:.1f} s")
+        task.advance(f"{module} {run['runtime_s']:.1f} s")
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    with progress.task(f"Yosys: modules of {top}", len(modules)) as task, \
+            ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = [pool.submit(job, module) for module in order]
         wait(futures, return_when=FIRST_EXCEPTION)
         failed = [f for f in futures if f.done() and f.exception() is not None]
@@ -568,6 +568,6 @@ def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, j
         "modules": len(modules),
     }
     write_json_atomic(out_dir / "area.json", result)
-    progress(f"synth: {top} {total / 1e6:.4f} mm^2, {result['cells']} cells, "
-             f"{result['runtime_s']:.0f} s, peak RSS {result['peak_rss_mb']:.0f} MB")
+    progress.log(f"synth: {top} {total / 1e6:.4f} mm^2, {result['cells']} cells, "
+                 f"{result['runtime_s']:.0f} s, peak RSS {result['peak_rss_mb']:.0f} MB")
     return result
