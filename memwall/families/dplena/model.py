@@ -4,8 +4,8 @@ instruction.
 The model runs the same program image the RTL runs (:func:`memwall.hdl.dplena.program.generate`):
 it executes the integer/branch instructions to follow the control flow (no FP value ever steers
 it) and charges each instruction the sequencer's cycles, with the prefetch engine running beside
-it. Costs, from :class:`memwall.hdl.dplena.core.Sequencer` (``n`` = rows of a vector operand,
-``e`` = elements of an L-element operand, ``lv`` = log2 VLEN reduction-tree levels):
+it. Costs, from :class:`memwall.hdl.dplena.sequencer.Sequencer` (``n`` = rows of a vector
+operand, ``e`` = elements of an L-element operand, ``lv`` = log2 VLEN reduction-tree levels):
 
 =====================================  ==================================================
 scalar ALU / FP / branch / stores       1
