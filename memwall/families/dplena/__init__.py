@@ -8,7 +8,7 @@ from memwall.golden import dplena as _golden
 from memwall.hdl.dplena.config import DplenaConfig
 from memwall.hdl.dplena.core import build_top
 
-from . import area_power, commands
+from . import area_power, commands, report
 
 #: Lanes of the units in the power simulations: lane modules are the same modules at any VLEN,
 #: so what a 16-lane run measures on ``elementwise_lane`` holds for the 2048-lane design.
@@ -39,12 +39,6 @@ def power_workloads(cfg: DplenaConfig) -> list[PowerWorkload]:
     ]
 
 
-def _write_reports(out) -> None:
-    from .report import build_report
-
-    build_report(out)
-
-
 FAMILY = Family(
     name="dplena",
     summary="d-PLENA diffusion-LLM sampling core: reductions, elementwise/exp, top-k mask, "
@@ -62,6 +56,6 @@ FAMILY = Family(
                    "nangate45": ["dplena64", "dplena512"]},
     regression_configs=("dplena32", "dplena64"),
     report_sections=area_power.report_section,
-    write_reports=_write_reports,
+    write_reports=report.build_report,
     bench_configs=("dplena512", "dplena1024", "dplena2048"),
 )

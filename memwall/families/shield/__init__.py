@@ -8,7 +8,7 @@ from memwall.golden import shield as _golden
 from memwall.hdl.shield.config import ShieldConfig
 from memwall.hdl.shield.controller import build_top
 
-from . import commands
+from . import commands, report
 
 #: Largest workspace (words) whose controller a power run simulates; the liveness state of a
 #: larger one is too slow to simulate, and its power then comes from the default activity.
@@ -27,12 +27,6 @@ def power_workloads(cfg: ShieldConfig) -> list[PowerWorkload]:
                           {"config": config_params(cfg), "layers": 4}, "random_workload")]
 
 
-def _write_reports(out) -> None:
-    from .report import build_report
-
-    build_report(out)
-
-
 FAMILY = Family(
     name="shield",
     summary="SHIELD segmented eDRAM refresh: refresh controller, eDRAM bank model, "
@@ -47,5 +41,5 @@ FAMILY = Family(
     report_matrix={"asap7": ["shield_small"], "sky130hd": ["shield_small"],
                    "nangate45": ["shield_small"]},
     regression_configs=("shield_small",),
-    write_reports=_write_reports,
+    write_reports=report.build_report,
 )
