@@ -17,8 +17,8 @@ import numpy as np
 
 from .flow import BUILD_ROOT
 
-__all__ = ["collect", "write_report", "unit_group", "unit_areas", "linear_fit",
-           "markdown_table"]
+__all__ = ["collect", "write_report", "unit_group", "group_areas", "linear_fit",
+           "markdown_table", "timing_met"]
 
 REPORTS = Path(__file__).resolve().parents[1] / "reports"
 
@@ -31,10 +31,14 @@ def unit_group(module: str, unit: str) -> str:
 
 
 def collect(build_root: Path = BUILD_ROOT) -> list[dict]:
-    """Every metrics.json under ``build_root/<config>/synth/<pdk>/``, sorted."""
+    """Every metrics.json under ``build_root/<config>/synth/<pdk>/``, by family, PDK and size."""
     rows = [json.loads(p.read_text()) for p in build_root.glob("*/synth/*/metrics.json")]
-    return sorted(rows, key=lambda r: (r["unit"], r["pdk"], r["parameters"].get("vlen", 0),
-                                       r["config"]))
+    return sorted(rows, key=lambda r: (r["unit"], r["pdk"], r["area_um2"], r["config"]))
+
+
+def timing_met(row: dict) -> bool:
+    """WNS >= 0 at the config's clock: the only rows a paper's area and power may stand by."""
+    return row["wns_ns"] is not None and row["wns_ns"] >= 0
 
 
 def linear_fit(x, y) -> tuple[float, float, float]:
@@ -46,11 +50,12 @@ def linear_fit(x, y) -> tuple[float, float, float]:
     return float(a), float(b), float(1 - (residual ** 2).sum() / total) if total else 1.0
 
 
-def unit_areas(row: dict, groups: dict[str, str]) -> dict[str, float]:
-    """Area (um^2) per group of a metrics row's ``area_by_unit`` (module-prefix -> group)."""
+def group_areas(row: dict) -> dict[str, float]:
+    """Area (um^2) per report group (:attr:`memwall.family.Family.report_groups`) of a metrics
+    row's ``area_by_unit``."""
     areas: dict[str, float] = {}
     for module, entry in row.get("area_by_unit", {}).items():
-        group = next((g for prefix, g in groups.items() if module.startswith(prefix)), "other")
+        group = unit_group(module, row["unit"])
         areas[group] = areas.get(group, 0.0) + entry["area_um2"]
     return areas
 
@@ -114,6 +119,13 @@ def write_report(build_root: Path = BUILD_ROOT, out: Path = REPORTS,
         ["config", "pdk", "synthesis s", "synthesis peak RSS MB", "whole flow s"],
         [[r["config"], r["pdk"], r.get("synth", {}).get("runtime_s"),
           r.get("synth", {}).get("peak_rss_mb"), r.get("flow_runtime_s")] for r in rows]))
+
+    md.append("\n## Area by unit group\n\nEach family names its groups (module-name prefixes "
+              "in its description); 'other' is what no prefix matches.\n\n")
+    md.append(markdown_table(
+        ["config", "pdk", "area µm² by group"],
+        [[r["config"], r["pdk"], ", ".join(f"{g} {a:.0f}" for g, a in
+                                           sorted(group_areas(r).items()))] for r in rows]))
 
     from memwall.family import families
 

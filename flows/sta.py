@@ -257,7 +257,7 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
     Parameters
     ----------
     synth_dir
-        ``build/<cfg>/synth/<pdk>`` with ``netlist/<module>.v`` for every module of
+        ``build/<cfg>/synth/<pdk>`` with ``netlist/<module>.json`` for every module of
         ``manifest["modules"]``; scripts and logs go to ``synth_dir / "sta"``.
     manifest
         ``manifest.json`` of :func:`memwall.gen.generate` (modules, hierarchy, instances, top).

@@ -1,11 +1,10 @@
 """Switching activity for power: each family's cocotb power workloads on a representative input.
 
 Every :class:`memwall.family.PowerWorkload` of the config's family is simulated with Verilator
-(VCD). Activity is per *module type* (means over the instances in the VCD); lane modules are
-the same modules at any VLEN, so what a 16-lane run measures on ``elementwise_lane`` holds for
-the 2048-lane design. Module types the small runs do not contain (deeper reduction-tree levels)
-fall back to the default activity of :mod:`memwall.flows.sta`, which its ``annotated`` summary
-reports.
+(VCD). Activity is per *module type* (means over the instances in the VCD), so a small run of
+a lane module stands for every instance of it in a wide design. Module types the runs do not
+contain fall back to the default activity (:data:`memwall.flows.sta.DEFAULT_ACTIVITY`), which
+the ``annotated`` summary of :func:`memwall.flows.sta.run_sta` reports.
 """
 
 from __future__ import annotations

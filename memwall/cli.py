@@ -14,7 +14,7 @@ from pathlib import Path
 
 from memwall.command import UsageError
 from memwall.config import ConfigError, available_configs, load_config
-from memwall.family import COMMAND_VERBS, families, family
+from memwall.family import COMMAND_VERBS, FamilyError, families, family
 from memwall.flows.flow import BUILD_ROOT
 from memwall.flows.pdk import PLATFORMS
 from memwall.flows.report import REPORTS
@@ -85,12 +85,18 @@ def report_matrix(units: list[str] | None = None) -> list[tuple[str, str]]:
 
 def cmd_report(args) -> None:
     from memwall.flows.flow import metrics_path, run_flow
+    from memwall.flows.pdk import PdkError, find_pdk
     from memwall.flows.report import write_report
     from memwall.gen import generate
 
     build = Path(args.build)
     if args.run:
         matrix = report_matrix(args.only)
+        try:   # every PDK of the matrix, before hours of work start
+            for pdk in sorted({pdk for _, pdk in matrix}):
+                find_pdk(pdk, cache_root=build / "pdk")
+        except PdkError as exc:
+            raise UsageError(str(exc)) from None
         with Progress(plain=True if args.quiet else None) as progress, \
                 progress.task("report --run: config x PDK", len(matrix)) as jobs:
             for config, pdk in matrix:
@@ -183,8 +189,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _tool_failures() -> tuple[type[Exception], ...]:
+    """A flow step or simulation that failed: its message names the step, its log and the
+    log's last lines, which is all the terminal needs."""
+    from memwall.flows.activity import ActivityError
+    from memwall.flows.flow import FlowError
+    from memwall.flows.liberty import LibertyError
+    from memwall.flows.netlist import NetlistError
+    from memwall.flows.opensta2019 import StaError
+    from memwall.verif.common.runner import SimulationFailed
+
+    return (ActivityError, FlowError, LibertyError, NetlistError, StaError, SimulationFailed)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except FamilyError as exc:   # a family package that does not describe itself
+        print(f"memwall: error: {exc}", file=sys.stderr)
+        return 1
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:   # --help (0) or a usage error (2), already printed
@@ -194,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, UsageError) as exc:
         print(f"memwall: error: {exc}", file=sys.stderr)
         return 2
+    except _tool_failures() as exc:
+        print(f"memwall: error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

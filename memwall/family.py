@@ -43,7 +43,7 @@ class Command:
 
     ``add_arguments(parser)`` adds the family's own options (the shared code adds ``--config``,
     and ``--sim`` to ``run``); ``run(args, cfg)`` does the work with the loaded config and
-    raises :class:`memwall.cli.UsageError` (or :class:`memwall.config.ConfigError`) for bad
+    raises :class:`memwall.command.UsageError` (or :class:`memwall.config.ConfigError`) for bad
     input.
     """
     help: str
@@ -157,7 +157,11 @@ def families() -> dict[str, Family]:
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
         if info.name.startswith("_") or info.name in found:
             continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        try:
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+        except ImportError as exc:
+            raise FamilyError(f"family package {package.__name__}.{info.name} does not "
+                              f"import: {exc}") from exc
         described = getattr(module, "FAMILY", None)
         if not isinstance(described, Family):
             raise FamilyError(f"{module.__name__} ({module.__file__}) defines no FAMILY "

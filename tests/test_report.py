@@ -9,13 +9,13 @@ from memwall.flows.report import collect, linear_fit, unit_group, write_report
 from memwall.families.dplena.area_power import PAPER_TABLE_IV
 
 
-def _metrics(config, pdk, vlen, unit="dplena"):
+def _metrics(config, pdk, vlen, unit="dplena", wns_ns=0.05):
     vector = 1400.0 * vlen            # um^2: exactly linear in VLEN
     scalar = 700.0
     return {
         "config": config, "unit": unit, "pdk": pdk, "clock_mhz": 1000,
         "parameters": {"vlen": vlen} if unit == "dplena" else {},
-        "area_um2": vector + scalar, "cells": 10 * vlen, "wns_ns": -0.1, "tns_ns": -3.0,
+        "area_um2": vector + scalar, "cells": 10 * vlen, "wns_ns": wns_ns, "tns_ns": min(0.0, wns_ns),
         "area_by_unit": {f"elementwise_unit_vlen{vlen}": {"area_um2": vector / 2},
                          f"reduction_unit_vlen{vlen}": {"area_um2": vector / 2},
                          "scalar_fp_unit_lanes1": {"area_um2": scalar}},
@@ -70,6 +70,19 @@ def test_report_tables_and_plots(build, tmp_path):
         assert (out / png).stat().st_size > 1000
         assert f"]({png})" in md
     assert len(collect(build)) == 4
+
+
+def test_area_by_group_from_the_families(build, tmp_path):
+    md = write_report(build, tmp_path / "reports").read_text()
+    assert "| dplena512 | asap7 | other 700, vector 716800 |" in md
+
+
+def test_no_paper_comparison_at_failing_timing(build, tmp_path):
+    path = build / "dplena1024" / "synth" / "asap7" / "metrics.json"
+    path.write_text(json.dumps(_metrics("dplena1024", "asap7", 1024, wns_ns=-0.2)))
+    md = write_report(build, tmp_path / "reports").read_text()
+    assert "| 512 | 0.717 |" in md and "| 1024 | 1.434 |" not in md
+    assert "dplena1024 (WNS -0.2 ns at 1000 MHz)" in md and "only at met timing" in md
 
 
 def test_report_of_one_family(build, tmp_path):
