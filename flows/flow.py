@@ -62,7 +62,7 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
         if activity:
             from .workload import collect_activity
 
-            switching = collect_activity(cfg, out_dir / "activity")
+            switching = collect_activity(cfg, out_dir / "activity", progress)
         steps.advance(FLOW_STEPS[2] if activity else "no activity run (--no-activity)")
         timing = sta.run_sta(out_dir, manifest, pdk, cfg.clock_period_ns, switching,
                              progress=progress)

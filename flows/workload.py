@@ -13,6 +13,8 @@ from pathlib import Path
 
 from memwall.hdl.common.netlist import Design
 
+from memwall.progress import Progress, plain_progress
+
 from .activity import activity_from_vcd
 
 __all__ = ["collect_activity", "unit_workloads", "merge_activity"]
@@ -46,21 +48,30 @@ def merge_activity(parts: list[dict]) -> dict:
             "cycles": sum(p.get("cycles", 0) for p in parts), "modules": modules}
 
 
-def collect_activity(cfg, out_dir: Path) -> dict | None:
+def collect_activity(cfg, out_dir: Path, progress: Progress | None = None) -> dict | None:
     """Simulate the config's power workloads and return activity for :func:`sta.run_sta`."""
-    from memwall.verif.common.runner import simulate
-
     out_dir = Path(out_dir)
     parts = []
-    for workload in unit_workloads(cfg):
-        name = workload.name
-        design = Design()
-        design.add_top(workload.component, name)
-        vcd = out_dir / name / "waves.vcd"
-        simulate(workload.component, name, workload.testbench, dict(workload.params),
-                 sim="verilator", testcase=workload.testcase, seed=1, keep_waves=vcd)
-        part = activity_from_vcd(vcd, design.instance_tree(), top_module=name)
-        part["name"] = name
-        parts.append(part)
-        vcd.unlink()   # large; the activity record is what is kept
+    workloads = unit_workloads(cfg)
+    progress = progress or plain_progress()
+    with progress.task(f"power workloads of {cfg.name}", len(workloads)) as task:
+        for workload in workloads:
+            parts.append(_activity_of(workload, out_dir))
+            task.advance(workload.name)
     return merge_activity(parts) if parts else None
+
+
+def _activity_of(workload, out_dir: Path) -> dict:
+    """Simulate one power workload (Verilator, VCD) and read its activity."""
+    from memwall.verif.common.runner import simulate
+
+    name = workload.name
+    design = Design()
+    design.add_top(workload.component, name)
+    vcd = out_dir / name / "waves.vcd"
+    simulate(workload.component, name, workload.testbench, dict(workload.params),
+             sim="verilator", testcase=workload.testcase, seed=1, keep_waves=vcd)
+    part = activity_from_vcd(vcd, design.instance_tree(), top_module=name)
+    part["name"] = name
+    vcd.unlink()   # large; the activity record is what is kept
+    return part
