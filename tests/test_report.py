@@ -15,7 +15,8 @@ def _metrics(config, pdk, vlen, unit="dplena", wns_ns=0.05):
     return {
         "config": config, "unit": unit, "pdk": pdk, "clock_mhz": 1000,
         "parameters": {"vlen": vlen} if unit == "dplena" else {},
-        "area_um2": vector + scalar, "cells": 10 * vlen, "wns_ns": wns_ns, "tns_ns": min(0.0, wns_ns),
+        "area_um2": vector + scalar, "cells": 10 * vlen, "wns_ns": wns_ns,
+        "tns_ns": min(0.0, wns_ns),
         "area_by_unit": {f"elementwise_unit_vlen{vlen}": {"area_um2": vector / 2},
                          f"reduction_unit_vlen{vlen}": {"area_um2": vector / 2},
                          "scalar_fp_unit_lanes1": {"area_um2": scalar}},
@@ -82,7 +83,7 @@ def test_no_paper_comparison_at_failing_timing(build, tmp_path):
     path.write_text(json.dumps(_metrics("dplena1024", "asap7", 1024, wns_ns=-0.2)))
     md = write_report(build, tmp_path / "reports").read_text()
     assert "| 512 | 0.717 |" in md and "| 1024 | 1.434 |" not in md
-    assert "dplena1024 (WNS -0.2 ns at 1000 MHz)" in md and "only at met timing" in md
+    assert "dplena1024 (WNS -0.200 ns at 1000 MHz)" in md and "only at met timing" in md
 
 
 def test_report_of_one_family(build, tmp_path):
