@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memwall.inputs import InputError
+
 __all__ = ["UsageError", "output_path", "write_json_output"]
 
 
-class UsageError(Exception):
+class UsageError(InputError):
     """Bad command-line input; printed as ``memwall: error: ...`` with exit status 2."""
 
 

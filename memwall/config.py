@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 
 import yaml
 
+from memwall.inputs import InputError
+
 __all__ = [
     "ConfigError", "CONFIG_DIR", "UnitConfig", "unit_names", "available_configs",
     "load_config", "config_from_dict", "field", "power_of_two", "int_range", "number_range",
@@ -28,7 +30,7 @@ CONFIG_DIR = Path(os.environ.get("MEMWALL_CONFIG_DIR",
                                  Path(__file__).resolve().parents[1] / "configs"))
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError):
     """A config file or value that cannot be used; the message names what and what is allowed."""
 
 
