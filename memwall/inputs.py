@@ -297,7 +297,7 @@ def load_npz(path, specs: Mapping[str, ArraySpec], *, what: str = "input",
             if len(shape) != len(spec.max_shape):
                 raise InputError(f"{label}: array {key!r} has shape {shape}; expected "
                                  f"{spec.expect}")
-            for axis, (size, limit) in enumerate(zip(shape, spec.max_shape)):
+            for axis, (size, limit) in enumerate(zip(shape, spec.max_shape, strict=True)):
                 if size > limit:
                     raise InputError(f"{label}: array {key!r} has shape {shape}; axis {axis} "
                                      f"may be at most {limit:,} ({spec.expect})")
