@@ -37,11 +37,12 @@ from __future__ import annotations
 
 import os
 import tempfile
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from memwall.inputs import ArraySpec, InputError, load_npz
 
 from .formats import BF16, FP32, round_to_bf16
 from .fparith import (
@@ -490,7 +491,14 @@ def prepare_logits(logits, fmt: str) -> np.ndarray:
     raise ValueError(f"fmt: {fmt!r} is not a logits format; allowed: {', '.join(LOGITS_FORMATS)}")
 
 
-class SamplingInputError(ValueError):
+#: The largest vocabulary read (real ones are up to 256k tokens).
+MAX_VOCAB = 1 << 20
+#: The most logits of one input file: 2^26 float32 = 256 MiB, which the golden's temporaries
+#: keep within 4 GiB.
+MAX_LOGITS = 1 << 26
+
+
+class SamplingInputError(InputError):
     """A sampling input file that cannot be used; the message names the key, what was expected
     and what was found."""
 
@@ -499,7 +507,8 @@ _LOGITS_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
 _INT_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
 
 
-def load_sampling_inputs(path, block_len: int, k_max: int) -> dict[str, Any]:
+def load_sampling_inputs(path, block_len: int, k_max: int, max_batch: int | None = None,
+                         max_vocab: int = MAX_VOCAB) -> dict[str, Any]:
     """Load and validate one sampling step's inputs from an ``.npz`` file.
 
     Expected keys:
@@ -514,8 +523,11 @@ def load_sampling_inputs(path, block_len: int, k_max: int) -> dict[str, Any]:
     ``mask_id`` : () integer scalar (int64/int32), in ``[0, 2**31 - 1]``.
     ``k`` : (B,) int64 (int32 accepted), each in ``[0, k_max]``.
 
-    Constraints: ``B >= 1``, ``1 <= L <= block_len`` (the hardware's block length),
-    ``V >= 1``; ``B`` and ``L`` agree between arrays. Extra keys are ignored.
+    Constraints: ``1 <= B <= max_batch``, ``1 <= L <= block_len`` (the hardware's block
+    length), ``1 <= V <= max_vocab``, at most ``MAX_LOGITS`` logits; ``B`` and ``L`` agree
+    between arrays. Extra keys are ignored (not read). The file is read through
+    :func:`memwall.inputs.load_npz`: shapes and sizes are checked from the headers before any
+    data is decompressed, and object arrays are refused.
 
     Parameters
     ----------
@@ -535,38 +547,25 @@ def load_sampling_inputs(path, block_len: int, k_max: int) -> dict[str, Any]:
     SamplingInputError
         For any of the problems above, naming the key.
     """
-    unreadable = f"{path}: cannot read as an .npz of plain arrays"
+    b_max = max_batch if max_batch is not None else MAX_LOGITS
+    specs = {
+        "logits": ArraySpec(_LOGITS_DTYPES, (b_max, block_len, max_vocab),
+                            f"(B, L, V) float32 (or float16), B <= {b_max}, "
+                            f"L <= block_len = {block_len}, V <= {max_vocab}"),
+        "x": ArraySpec(_INT_DTYPES, (b_max, block_len), "(B, L) int64 (or int32)"),
+        "mask_id": ArraySpec(_INT_DTYPES, (), "a () int64 (or int32) scalar"),
+        "k": ArraySpec(_INT_DTYPES, (b_max,), "(B,) int64 (or int32)"),
+    }
     try:
-        archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        # Missing file, not numpy data, a corrupt archive.
-        raise SamplingInputError(f"{unreadable}: {exc}") from exc
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise SamplingInputError(f"{unreadable}: it is a single .npy array, not an .npz archive")
-    try:
-        with archive as f:
-            data = {key: f[key] for key in f.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        # Object arrays (pickles) or a damaged member.
-        raise SamplingInputError(f"{unreadable}: {exc}") from exc
-    where = str(path)
-
-    def get(key: str, ndim: int, dtypes, expect: str) -> np.ndarray:
-        if key not in data:
-            raise SamplingInputError(f"{where}: missing key {key!r} (expected {expect}); "
-                                     f"found keys {sorted(data)}")
-        a = data[key]
-        if a.ndim != ndim:
-            raise SamplingInputError(f"{where}: {key!r} must be {expect}, found ndim {a.ndim} "
-                                     f"shape {a.shape}")
-        if a.dtype not in dtypes:
-            raise SamplingInputError(f"{where}: {key!r} must be {expect}, found dtype {a.dtype}")
-        return a
-
-    logits = get("logits", 3, _LOGITS_DTYPES, "(B, L, V) float32 (or float16)")
-    x = get("x", 2, _INT_DTYPES, "(B, L) int64 (or int32)")
-    mask_id = get("mask_id", 0, _INT_DTYPES, "a () int64 (or int32) scalar")
-    k = get("k", 1, _INT_DTYPES, "(B,) int64 (or int32)")
+        data = load_npz(path, specs, what="inputs",
+                        max_bytes=MAX_LOGITS * 4 + 16 * b_max * (block_len + 1) + 64)
+    except InputError as exc:
+        raise SamplingInputError(str(exc)) from None
+    where = f"inputs {path}"
+    logits, x, mask_id, k = data["logits"], data["x"], data["mask_id"], data["k"]
+    if logits.size > MAX_LOGITS:
+        raise SamplingInputError(f"{where}: 'logits' has {logits.size:,} elements "
+                                 f"{logits.shape}; at most {MAX_LOGITS:,} are read")
 
     n_b, n_l, n_v = logits.shape
     if n_b < 1 or n_l < 1:

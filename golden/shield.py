@@ -63,7 +63,6 @@ Relaxed bank: KV word ``a`` in row ``a // row_words``. The Refresh-less bank nev
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -71,7 +70,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .formats import BF16, round_to_bf16
-from .shield_trace import Trace
+from .shield_trace import LiveRanges, Trace
 
 if TYPE_CHECKING:  # only for type hints: golden code never needs Amaranth
     from memwall.hdl.shield.config import ShieldConfig
@@ -338,35 +337,6 @@ def _count(start, end, phase, interval):
     return np.maximum(n, 0)
 
 
-class _LiveRanges:
-    """Disjoint, merged word ranges ``[lo, hi)`` of one class that are live."""
-
-    def __init__(self) -> None:
-        self.lo: list[int] = []
-        self.hi: list[int] = []
-
-    def add(self, a: int, b: int) -> list[tuple[int, int]]:
-        """Make ``[a, b)`` live; return the sub-ranges that were not live before."""
-        i = bisect_left(self.hi, a)          # first range ending at or after a
-        j = bisect_right(self.lo, b)         # first range starting after b
-        new, cur = [], a
-        for k in range(i, j):
-            if self.lo[k] > cur:
-                new.append((cur, min(self.lo[k], b)))
-            cur = max(cur, self.hi[k])
-        if cur < b:
-            new.append((cur, b))
-        lo = min(a, self.lo[i]) if i < j else a
-        hi = max(b, self.hi[j - 1]) if i < j else b
-        self.lo[i:j] = [lo]
-        self.hi[i:j] = [hi]
-        return new
-
-    def clear(self) -> None:
-        self.lo.clear()
-        self.hi.clear()
-
-
 def _union_count(intervals: list[tuple[int, int]], phase: int, interval: int) -> int:
     total, cur_s, cur_e = 0, None, None
     for s, e in sorted(iv for iv in intervals if iv[1] > iv[0]):
@@ -393,7 +363,7 @@ def _simulate(cfg: Any, trace: Trace) -> dict[str, Any]:
     base = {"kv": 0, "qo": kv}
     since = {c: np.full(r_std, _INF, dtype=np.int64) for c in ("kv", "qo")}
     touched = {c: [r_std, -1] for c in ("kv", "qo")}
-    live = {c: _LiveRanges() for c in ("kv", "qo")}
+    live = {c: LiveRanges() for c in ("kv", "qo")}
     n_live = {"kv": 0, "qo": 0}
     sum_start = {"kv": 0, "qo": 0}
     word_cycles = {"kv": 0, "qo": 0}
@@ -503,7 +473,15 @@ def model_trace(cfg: ShieldConfig | Any, trace: Trace) -> dict[str, Any]:
                      gain=p_base(cfg) / p_shield(cfg, f), t_kv_us=t_kv,
                      p_kv_only=p_kv_only(cfg, f, t_kv),
                      gain_kv_only=p_base(cfg) / p_kv_only(cfg, f, t_kv))
+    undefined = {}   # why a figure is NaN; JSON output writes null with this reason
+    if duration <= 0:
+        undefined.update(dict.fromkeys(("p_base", "p_shield", "eta", "gain"),
+                                       "the trace takes no time (0 cycles)"))
+    if not live_total:
+        undefined.update(dict.fromkeys(("kv_fraction", "paper.kv_fraction"),
+                                       "no word is live at any time of the trace"))
     return {
+        "undefined": undefined,
         "config": getattr(cfg, "name", None),
         "cycles": cycles,
         "duration_us": duration,

@@ -8,16 +8,25 @@ per-family verbs (``golden``, ``model``, ``run``) come from each family's descri
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import os
+import signal
 import sys
+import tempfile
+import threading
 import time
+import traceback
+import warnings
 from pathlib import Path
 
-from memwall.command import UsageError
-from memwall.config import ConfigError, available_configs, load_config
+from memwall.command import DEFAULT_MAX_SIM_CYCLES, UsageError, output_folder, positive_int
+from memwall.config import available_configs, load_config
 from memwall.family import COMMAND_VERBS, FamilyError, families, family
 from memwall.flows.flow import BUILD_ROOT
 from memwall.flows.pdk import PLATFORMS
 from memwall.flows.report import REPORTS
+from memwall.inputs import InputError
 from memwall.progress import Progress
 
 __all__ = ["main"]
@@ -34,8 +43,9 @@ def cmd_gen(args) -> None:
     from memwall.gen import generate
 
     cfg = _load(args.config)
+    out_root = output_folder(args.out)
     start = time.perf_counter()
-    out = generate(cfg, Path(args.out))
+    out = generate(cfg, out_root)
     elapsed = time.perf_counter() - start
     modules = len(list((out / "rtl").glob("*.v")))
     print(f"memwall: wrote {out}/ ({modules} modules) in {elapsed:.2f} s")
@@ -64,6 +74,7 @@ def cmd_synth(args) -> None:
     from memwall.flows.pdk import PdkError
 
     _load(args.config)  # a bad config name fails here, before any tool runs
+    output_folder(args.build, "--build")
     with Progress(plain=True if args.quiet else None) as progress:
         try:
             run_flow(args.config, args.pdk, jobs=args.jobs, activity=not args.no_activity,
@@ -89,7 +100,8 @@ def cmd_report(args) -> None:
     from memwall.flows.report import write_report
     from memwall.gen import generate
 
-    build = Path(args.build)
+    build = output_folder(args.build, "--build") if args.run else Path(args.build)
+    output_folder(args.out)
     if args.run:
         matrix = report_matrix(args.only)
         try:   # every PDK of the matrix, before hours of work start
@@ -130,6 +142,10 @@ def _add_family_commands(sub) -> None:
             if verb == "run":
                 parser.add_argument("--sim", choices=["icarus", "verilator"], default=None,
                                     help="simulator (default: $SIM or icarus)")
+                parser.add_argument("--max-cycles", type=positive_int,
+                                    default=DEFAULT_MAX_SIM_CYCLES,
+                                    help="refuse a workload that needs more simulated cycles "
+                                         f"(default {DEFAULT_MAX_SIM_CYCLES:,})")
             parser.set_defaults(func=cmd_family, verb=verb)
 
 
@@ -161,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     synth.add_argument("config", help="config name or .yaml path")
     synth.add_argument("--pdk", required=True, choices=sorted(PLATFORMS),
                        help="platform under $MEMWALL_PDK_ROOT (default ../shared/pdk)")
-    synth.add_argument("--jobs", type=int, default=2, help="parallel Yosys runs (default 2)")
+    synth.add_argument("--jobs", type=positive_int, default=2,
+                       help="parallel Yosys runs (default 2)")
     synth.add_argument("--no-activity", action="store_true",
                        help="skip the simulation; power from a default activity")
     synth.add_argument("--build", default=str(BUILD_ROOT),
@@ -175,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="first synthesise every config x PDK of the report matrix "
                              "that has no metrics yet")
     report.add_argument("--force", action="store_true", help="with --run: redo all of them")
-    report.add_argument("--jobs", type=int, default=2, help="parallel Yosys runs (default 2)")
+    report.add_argument("--jobs", type=positive_int, default=2,
+                        help="parallel Yosys runs (default 2)")
     report.add_argument("--only", nargs="+", metavar="UNIT", choices=sorted(families()),
                         help="only these unit families' configs (default: all)")
     report.add_argument("--build", default=str(BUILD_ROOT),
@@ -202,25 +220,136 @@ def _tool_failures() -> tuple[type[Exception], ...]:
     return (ActivityError, FlowError, LibertyError, NetlistError, StaError, SimulationFailed)
 
 
-def main(argv: list[str] | None = None) -> int:
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM, raised in the main thread so that every ``finally`` and ``except
+    BaseException`` cleanup runs (staging folders, temporary files, child processes)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _signals_raise():
+    """SIGINT and SIGTERM raise :class:`Interrupted` once; a second signal during the cleanup
+    is remembered, not raised, so the cleanup finishes. Yields the list of signals seen."""
+    seen: list[int] = []
+
+    def handler(signum, frame):
+        seen.append(signum)
+        if len(seen) == 1:
+            raise Interrupted(signum)
+
+    def unraisable(info):
+        # A signal that lands in a __del__ (Amaranth's UnusedElaboratable check) cannot
+        # propagate; it is in `seen` already, so main still exits with 128 + signal.
+        if not isinstance(info.exc_value, Interrupted):
+            default_hook(info)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    default_hook, sys.unraisablehook = sys.unraisablehook, unraisable
     try:
-        parser = build_parser()
-    except FamilyError as exc:   # a family package that does not describe itself
-        print(f"memwall: error: {exc}", file=sys.stderr)
-        return 1
+        yield seen
+    finally:
+        sys.unraisablehook = default_hook
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+#: OS errors that mean a path the user gave cannot be used (exit 2), not a broken machine.
+_BAD_PATH = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR,
+             errno.EISDIR, errno.ENAMETOOLONG, errno.EEXIST}
+
+
+def _crash_log(exc: BaseException) -> Path | None:
+    """Keep the traceback of an internal error in a file rather than on the terminal."""
+    folder = Path(os.environ.get("MEMWALL_LOG_DIR") or tempfile.gettempdir())
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:   # --help (0) or a usage error (2), already printed
-        return exc.code if isinstance(exc.code, int) else 2
+        fd, name = tempfile.mkstemp(prefix=time.strftime("memwall-crash-%Y%m%d-%H%M%S-"),
+                                    suffix=".log", dir=folder)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"memwall {' '.join(sys.argv[1:])}\n\n")
+            traceback.print_exception(exc, file=f)
+        return Path(name)
+    except OSError:
+        return None
+
+
+def _error(message: str) -> None:
+    """One line on stderr. A command that stopped part-way leaves Amaranth components unbuilt;
+    their UnusedElaboratable warnings at exit would only bury the message."""
+    with contextlib.suppress(ImportError):
+        from amaranth.hdl import UnusedElaboratable
+
+        warnings.simplefilter("ignore", UnusedElaboratable)
+    try:
+        print(f"memwall: error: {message}", file=sys.stderr, flush=True)
+    except OSError:   # stderr itself is gone
+        pass
+
+
+def _run(args) -> int:
+    """Run the command; every expected failure becomes one line and an exit status."""
     try:
         args.func(args)
-    except (ConfigError, UsageError) as exc:
-        print(f"memwall: error: {exc}", file=sys.stderr)
+        sys.stdout.flush()   # a closed pipe shows here, inside the boundary
+    except InputError as exc:   # configs, options, data files, traces, PDK files
+        _error(str(exc))
         return 2
     except _tool_failures() as exc:
-        print(f"memwall: error: {exc}", file=sys.stderr)
+        _error(str(exc))
+        return 1
+    except BrokenPipeError:
+        # The reader went away (`memwall configs | head -1`): stop quietly, as a tool killed
+        # by SIGPIPE would; point stdout at /dev/null so the exit flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        _error(f"{where}{exc.strerror or exc}")
+        return 2 if exc.errno in _BAD_PATH else 1
+    except MemoryError as exc:
+        log = _crash_log(exc)
+        _error(f"out of memory{f' (traceback in {log})' if log else ''}")
+        return 1
+    except Exception as exc:   # a bug: the traceback goes to a file, one line to the terminal
+        if os.environ.get("MEMWALL_TRACEBACK"):
+            raise
+        log = _crash_log(exc)
+        _error(f"internal error: {type(exc).__name__}: {exc}"
+               + (f" (traceback in {log}; please report it)" if log else ""))
         return 1
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``memwall``: exit status 0 on success, 2 for bad input, 1 for a failed tool or an
+    internal error, 128 + the signal number on SIGINT (130) or SIGTERM (143)."""
+    with _signals_raise() as seen:
+        try:
+            try:
+                parser = build_parser()
+            except FamilyError as exc:   # a family package that does not describe itself
+                _error(str(exc))
+                return 1
+            try:
+                args = parser.parse_args(argv)
+            except SystemExit as exc:   # --help (0) or a usage error (2), already printed
+                code = exc.code if isinstance(exc.code, int) else 2
+            else:
+                code = _run(args)
+        except KeyboardInterrupt as exc:   # outputs of the command are already cleaned up
+            signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+            _error(f"interrupted by {signal.Signals(signum).name}; nothing half-written is "
+                   f"left")
+            return 128 + signum
+        if seen:   # a signal came where it could not stop the command: never report success
+            _error(f"interrupted by {signal.Signals(seen[0]).name}")
+            return 128 + seen[0]
+        return code
 
 
 if __name__ == "__main__":

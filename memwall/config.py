@@ -12,13 +12,12 @@ import copy
 import dataclasses
 import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-import yaml
-
-from memwall.inputs import InputError
+from memwall.inputs import InputError, check_keys, load_yaml, shown
 
 __all__ = [
     "ConfigError", "CONFIG_DIR", "UnitConfig", "unit_names", "available_configs",
@@ -120,29 +119,27 @@ def available_configs(config_dir: Path = CONFIG_DIR) -> list[str]:
 def config_from_dict(raw: Any, source: str, name: str):
     """Validate a mapping (as read from YAML) into the unit's frozen config object."""
     units = _config_classes()
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: expected a mapping of keys to values, "
-                          f"got {type(raw).__name__}")
-    bad_keys = [k for k in raw if not isinstance(k, str)]
-    if bad_keys:
-        raise ConfigError(f"{source}: keys must be names, got {bad_keys[0]!r}")
+    try:
+        check_keys(raw, source, None, what="a mapping of keys to values")
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
     unit = raw.get("unit")
     if not isinstance(unit, str) or unit not in units:
-        raise ConfigError(f"{source}: key 'unit' is {unit!r}; allowed units: "
+        raise ConfigError(f"{source}: key 'unit' is {shown(unit)}; allowed units: "
                           + ", ".join(sorted(units)))
     cls = units[unit]
     # `name` is the file name (the CONFIG name), never a key inside the file.
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name != "name"}
-    unknown = sorted(set(raw) - set(fields) - {"unit"})
-    if unknown:
-        raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)} for unit {unit!r}; "
-                          f"allowed keys: unit, {', '.join(fields)}")
+    try:
+        check_keys(raw, f"{source} (unit {unit})", ["unit", *fields])
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
     values = {}
     for key, f in fields.items():
         value = raw[key] if key in raw else _default(f)
         problem = f.metadata["check"](value)
         if problem:
-            raise ConfigError(f"{source}: {key}: {value!r} — {key} {problem}")
+            raise ConfigError(f"{source}: {key}: {shown(value)} — {key} {problem}")
         values[key] = value
     try:
         return cls(name=name, **values)
@@ -150,28 +147,27 @@ def config_from_dict(raw: Any, source: str, name: str):
         raise ConfigError(f"{source}: {exc}") from None
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects a key given twice (PyYAML would keep the last silently)."""
+#: Config names become folder names, Make variables, FuseSoC VLNV names and Tcl words:
+#: letters, digits, ``_``, ``-`` and ``.``, starting with a letter, digit or ``_``.
+CONFIG_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, str) and key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} is given twice", key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+
+def check_config_name(name: str, source: str) -> str:
+    if not CONFIG_NAME.fullmatch(name):
+        raise ConfigError(f"{source}: config name {shown(name)} cannot be used: it names the "
+                          f"build folder, Make and FuseSoC targets, so it must be 1-64 letters, "
+                          f"digits, '_', '-' or '.', starting with a letter, digit or '_' "
+                          f"(rename the file)")
+    return name
 
 
 def load_config(name_or_path: str, config_dir: Path = CONFIG_DIR):
     """Load a named config (``dplena2048``) or a YAML file path (``my/cfg.yaml``)."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml"):
-        if not path.is_file():
-            raise ConfigError(f"config file {path} does not exist")
-        name = path.stem
+        name = check_config_name(path.stem, f"config file {path}")
     else:
+        check_config_name(name_or_path, "config")
         path = config_dir / f"{name_or_path}.yaml"
         name = name_or_path
         if not path.is_file():
@@ -179,7 +175,7 @@ def load_config(name_or_path: str, config_dir: Path = CONFIG_DIR):
                               + ", ".join(available_configs(config_dir))
                               + f" (in {config_dir}), or pass a path to a .yaml file")
     try:
-        raw = yaml.load(path.read_text(), Loader=_StrictLoader)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        raw = load_yaml(path, "config file")
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
     return config_from_dict(raw, str(path), name)

@@ -1,20 +1,58 @@
-"""Writing result files so that a reader sees the old file or the whole new one, never part."""
+"""Writing result files: standard JSON only, and atomically, so that a reader sees the old file
+or the whole new one, never part."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
+from typing import Any
 
-__all__ = ["write_json_atomic"]
+__all__ = ["write_json_atomic", "dumps_json", "standard_json"]
+
+
+def standard_json(data: Any, _path: str = "", _undefined: dict | None = None) -> Any:
+    """``data`` with every NaN or infinity replaced by ``null``.
+
+    JSON has no NaN or Infinity (strict parsers reject Python's ``NaN``); where one was, the
+    top-level mapping gains ``"undefined": {"<dotted key>": "<reason>"}``. A producer that
+    knows why a value may be undefined gives the reason in its own top-level ``undefined``
+    mapping (kept only for values that are in fact undefined); what it did not explain is
+    marked ``"not a finite number (nan)"``.
+    """
+    top = _undefined is None
+    undefined: dict = {} if top else _undefined
+    if isinstance(data, float) and not math.isfinite(data):
+        undefined.setdefault(_path, f"not a finite number ({data})")
+        return None
+    if isinstance(data, dict):
+        out = {k: standard_json(v, f"{_path}.{k}" if _path else str(k), undefined)
+               for k, v in data.items() if not (top and k == "undefined")}
+    elif isinstance(data, (list, tuple)):
+        out = [standard_json(v, f"{_path}[{i}]", undefined) for i, v in enumerate(data)]
+    else:
+        return data
+    if top and isinstance(data, dict):
+        given = data.get("undefined") or {}
+        reasons = {path: given.get(path, generic) for path, generic in undefined.items()}
+        if reasons:
+            out["undefined"] = dict(sorted(reasons.items()))
+    return out
+
+
+def dumps_json(data: Any, *, indent: int | None = None) -> str:
+    """Sorted, standard JSON (:func:`standard_json`)."""
+    return json.dumps(standard_json(data), indent=indent, sort_keys=True, allow_nan=False)
 
 
 def write_json_atomic(path, data, *, indent: int | None = 2) -> Path:
-    """Write ``data`` as sorted JSON through a temporary file renamed over ``path``."""
+    """Write ``data`` as sorted, standard JSON through a temporary file renamed over ``path``."""
     path = Path(path)
+    text = dumps_json(data, indent=indent) + "\n"   # before the file: a bad value writes nothing
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")   # unique per writing process
     try:
-        tmp.write_text(json.dumps(data, indent=indent, sort_keys=True) + "\n")
+        tmp.write_text(text)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

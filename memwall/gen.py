@@ -9,6 +9,7 @@ is written to a temporary folder first and renamed into place, so a failure leav
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import importlib.metadata
@@ -115,10 +116,12 @@ def _keep_results(final: Path, staging: Path, hashes: dict) -> None:
 def generate(cfg, out_root: Path = Path("build")) -> Path:
     """Write ``out_root/<cfg.name>/``; returns that folder."""
     design, top = build_design(cfg)
+    created_root = not out_root.exists()
     out_root.mkdir(parents=True, exist_ok=True)
     final = out_root / cfg.name
-    staging = Path(tempfile.mkdtemp(prefix=f".{cfg.name}.", dir=out_root))
+    staging = None
     try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{cfg.name}.", dir=out_root))
         (staging / "rtl").mkdir()
         files = []
         for module in design.module_names:
@@ -166,7 +169,11 @@ def generate(cfg, out_root: Path = Path("build")) -> Path:
             raise
         if previous:
             shutil.rmtree(previous)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+    except BaseException:   # an error, SIGINT or SIGTERM (memwall.cli): leave nothing behind
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        if created_root:
+            with contextlib.suppress(OSError):
+                out_root.rmdir()   # only if empty
         raise
     return final

@@ -21,6 +21,7 @@ what is allowed; ``memwall`` prints it as one line and exits with status 2.
 from __future__ import annotations
 
 import math
+import reprlib
 import zipfile
 import zlib
 from collections.abc import Iterable, Mapping
@@ -33,7 +34,7 @@ import yaml
 
 __all__ = [
     "InputError", "MAX_TEXT_BYTES", "MAX_YAML_DEPTH", "MAX_YAML_NODES", "read_text",
-    "load_yaml", "parse_yaml", "check_keys", "ArraySpec", "load_npz",
+    "load_yaml", "parse_yaml", "check_keys", "shown", "ArraySpec", "load_npz",
 ]
 
 #: The largest text input (config, trace) read: 16 MiB, far above any real one.
@@ -49,6 +50,16 @@ class InputError(ValueError):
 
     ``memwall`` prints ``memwall: error: <message>`` and exits with status 2.
     """
+
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxlist, _SHOWN.maxdict = 3, 6, 6
+_SHOWN.maxstring = _SHOWN.maxother = _SHOWN.maxlong = 60
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` cut short: a message quotes what was given, not a megabyte of it."""
+    return _SHOWN.repr(value)
 
 
 # --- bytes and text -------------------------------------------------------------------------
@@ -152,6 +163,17 @@ def _expanded_nodes(root: yaml.Node, limit: int) -> int:
     return sizes[id(root)]
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line: where and what (PyYAML's own text spans several, with a source excerpt)."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        what = "; ".join(p for p in (exc.context, exc.problem) if p)
+        if mark is not None:
+            return f"line {mark.line + 1}, column {mark.column + 1}: {what}"
+        return what
+    return " ".join(str(exc).split())
+
+
 def parse_yaml(text: str, source: str, *, max_depth: int = MAX_YAML_DEPTH,
                max_nodes: int = MAX_YAML_NODES) -> Any:
     """One YAML document from ``text``, read within the bounds above."""
@@ -168,7 +190,7 @@ def parse_yaml(text: str, source: str, *, max_depth: int = MAX_YAML_DEPTH,
                              f"write the values out or use fewer aliases")
         return loader.construct_document(root)
     except yaml.YAMLError as exc:
-        raise InputError(f"{source}: not valid YAML: {exc}") from None
+        raise InputError(f"{source}: not valid YAML: {_yaml_problem(exc)}") from None
     except RecursionError:   # a deep structure that slipped past the composer's count
         raise InputError(f"{source}: YAML nested too deeply (at most {max_depth} levels)"
                          ) from None
@@ -181,21 +203,22 @@ def load_yaml(path, what: str = "file", **bounds) -> Any:
     return parse_yaml(read_text(path, what), f"{what} {path}", **bounds)
 
 
-def check_keys(raw: Any, where: str, allowed: Iterable[str], required: Iterable[str] = (),
-               *, what: str = "a mapping") -> None:
-    """``raw`` is a mapping whose keys are names from ``allowed``, with every ``required`` key.
+def check_keys(raw: Any, where: str, allowed: Iterable[str] | None,
+               required: Iterable[str] = (), *, what: str = "a mapping") -> None:
+    """``raw`` is a mapping whose keys are names from ``allowed`` (any names if None), with
+    every ``required`` key.
 
     The message lists unknown and missing keys next to the allowed ones; a key that is not a
     name (``1:``, ``null:``) is reported as such rather than sorted against strings.
     """
     if not isinstance(raw, dict):
-        shown = type(raw).__name__ if raw is not None else "nothing"
-        raise InputError(f"{where}: expected {what}, got {shown}")
-    allowed = list(allowed)
+        kind = type(raw).__name__ if raw is not None else "nothing"
+        raise InputError(f"{where}: expected {what}, got {kind}")
     not_names = [k for k in raw if not isinstance(k, str)]
     if not_names:
-        raise InputError(f"{where}: keys must be names, got {not_names[0]!r}; allowed keys: "
-                         + ", ".join(allowed))
+        raise InputError(f"{where}: keys must be names, got {shown(not_names[0])}"
+                         + (f"; allowed keys: {', '.join(allowed)}" if allowed else ""))
+    allowed = list(raw if allowed is None else allowed)
     unknown = sorted(set(raw) - set(allowed))
     missing = [k for k in required if k not in raw]
     if unknown or missing:

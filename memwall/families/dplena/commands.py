@@ -4,10 +4,12 @@ the generated core in simulation."""
 from __future__ import annotations
 
 import argparse
-import json
+import re
 
-from memwall.command import UsageError, output_path
+from memwall.command import UsageError, check_sim_cycles, output_path, positive_int
 from memwall.family import Command
+from memwall.files import dumps_json
+from memwall.inputs import shown
 
 __all__ = ["COMMANDS"]
 
@@ -17,18 +19,26 @@ def _stream_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--logits-format", choices=["bf16", "mxfp8"], default=None,
                         help="how logits are held in HBM before dequantisation "
                              "(default: the config's logits_format)")
-    parser.add_argument("--v-chunk", type=int, default=None,
+    parser.add_argument("--v-chunk", type=positive_int, default=None,
                         help="logits per prefetch chunk (default: the largest that fits "
                              "the config's Vector SRAM, evened out)")
+
+
+#: Row-chunks (B x L x chunks of a row) the cycle model walks, instruction by instruction:
+#: beyond any paper workload (Table II has 32 x 2), and a bound on its time.
+MAX_MODEL_ROW_CHUNKS = 1 << 19
+
+
+def max_batch(cfg) -> int:
+    """The most rows the core holds: INT SRAM keeps 2*B*L + B words, so B <= words / 3."""
+    return cfg.int_sram_words // 3
 
 
 def _inputs(args, cfg) -> dict:
     from memwall.golden import dplena as golden
 
-    try:
-        return golden.load_sampling_inputs(args.inputs, cfg.block_len, cfg.k_max)
-    except golden.SamplingInputError as exc:
-        raise UsageError(f"{args.inputs}: {exc}") from None
+    return golden.load_sampling_inputs(args.inputs, cfg.block_len, cfg.k_max,
+                                       max_batch=max_batch(cfg))
 
 
 def _v_chunk(cfg, args, vocab: int) -> int:
@@ -38,7 +48,7 @@ def _v_chunk(cfg, args, vocab: int) -> int:
     from .model import default_v_chunk
 
     try:
-        v_chunk = args.v_chunk or default_v_chunk(cfg, vocab)
+        v_chunk = args.v_chunk if args.v_chunk is not None else default_v_chunk(cfg, vocab)
     except WorkloadError as exc:
         raise UsageError(str(exc)) from None
     if v_chunk < vocab and v_chunk % cfg.vlen:
@@ -86,7 +96,22 @@ def golden_command(args, cfg) -> None:
           f"{int(result['transfer'].sum())} tokens transferred)")
 
 
-# --- model ----------------------------------------------------------------------------------
+# --- model ---------------------------------------------------------------------------------
+
+def _workload_option(text: str, limits: dict[str, int]) -> tuple[int, ...]:
+    """``--workload B,L,V,T``: each an integer in [1, its limit], checked before use."""
+    parts = text.split(",")
+    names = ",".join(limits)
+    numbers = all(re.fullmatch(r"\s*[0-9]{1,12}\s*", p) for p in parts)
+    if len(parts) != len(limits) or not numbers:
+        raise UsageError(f"--workload {shown(text)}: expected {len(limits)} positive integers "
+                         f"{names}")
+    values = tuple(int(p) for p in parts)
+    for (name, limit), value in zip(limits.items(), values, strict=True):
+        if not 1 <= value <= limit:
+            raise UsageError(f"--workload {text}: {name} = {value:,} must be in [1, {limit:,}] "
+                             f"for this config")
+    return values
 
 def _model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workload", required=True,
@@ -96,18 +121,21 @@ def _model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def model_command(args, cfg) -> None:
+    from memwall.golden.dplena import MAX_VOCAB
+
     from .model import estimate
 
-    try:
-        batch, block_len, vocab, steps = (int(v) for v in args.workload.split(","))
-    except ValueError:
-        raise UsageError(f"--workload {args.workload!r}: expected four integers B,L,V,T") \
-            from None
-    if min(batch, block_len, vocab, steps) < 1:
-        raise UsageError(f"--workload {args.workload!r}: B, L, V and T must be >= 1")
+    batch, block_len, vocab, steps = _workload_option(args.workload, {
+        "B": max_batch(cfg), "L": cfg.block_len, "V": MAX_VOCAB, "T": 1 << 30})
     # k only sizes the top-k work, a few cycles per row: the most the core allows.
     k = (min(block_len, cfg.k_max),) * batch
     wl = _workload(cfg, args, (batch, block_len, vocab), k, 0)
+    row_chunks = batch * block_len * len(wl.chunks())
+    if row_chunks > MAX_MODEL_ROW_CHUNKS:
+        raise UsageError(f"--workload {args.workload}: {batch * block_len} rows of "
+                         f"{len(wl.chunks())} chunks (V_chunk {wl.v_chunk}) is "
+                         f"{row_chunks:,} row-chunks; the cycle model walks at most "
+                         f"{MAX_MODEL_ROW_CHUNKS:,} (a larger --v-chunk or fewer rows)")
     result = {"config": cfg.name, "stable_max": cfg.stable_max, "vlen": cfg.vlen,
               "hbm_bytes_per_cycle": cfg.hbm_bytes_per_cycle, "clock_mhz": cfg.clock_mhz,
               "workload": {"B": batch, "L": block_len, "V": vocab, "T": steps,
@@ -124,7 +152,7 @@ def model_command(args, cfg) -> None:
         "int_config": cfg.int_sram_words * 4, "fp_config": cfg.fp_sram_words * 2,
         "vector_config": cfg.vector_sram_kib * 1024}
     if args.json:
-        print(json.dumps(result, sort_keys=True))
+        print(dumps_json(result))
         return
     print(f"{cfg.name} ({cfg.stable_max}, VLEN {cfg.vlen}, {cfg.hbm_bytes_per_cycle} B/cycle): "
           f"B={batch} L={block_len} V={vocab} T={steps}, V_chunk={wl.v_chunk}")
@@ -149,6 +177,11 @@ def run_command(args, cfg) -> None:
     out = output_path(args.out)
     inputs = _inputs(args, cfg)
     wl = _workload(cfg, args, inputs["logits"].shape, inputs["k"], inputs["mask_id"])
+    from .model import bound_cycles
+
+    check_sim_cycles(bound_cycles(cfg, wl), args.max_cycles,
+                     f"inputs {args.inputs} (B={wl.batch}, L={wl.block_len}, V={wl.vocab}, "
+                     f"HBM bound)")
     result = run_core(cfg, wl, inputs["logits"], inputs["x"], sim=args.sim)
     golden.save_sampling_outputs(out, result)
     print(f"memwall: wrote {out} (B={wl.batch}, L={wl.block_len}, V={wl.vocab}, "

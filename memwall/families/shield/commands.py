@@ -4,10 +4,10 @@ generated refresh controller in simulation."""
 from __future__ import annotations
 
 import argparse
-import json
 
-from memwall.command import UsageError, output_path, write_json_output
+from memwall.command import UsageError, check_sim_cycles, output_path, write_json_output
 from memwall.family import Command
+from memwall.files import dumps_json
 
 __all__ = ["COMMANDS"]
 
@@ -30,7 +30,7 @@ def model_command(args, cfg) -> None:
     from memwall.golden import shield
 
     result = shield.model_trace(cfg, _trace(args, cfg))
-    print(json.dumps(result, sort_keys=True) if args.json else shield.format_report(result))
+    print(dumps_json(result) if args.json else shield.format_report(result))
 
 
 def _run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +44,9 @@ def run_command(args, cfg) -> None:
 
     output_path(args.out)
     trace = _trace(args, cfg)
+    # One word per cycle plus idle time: what the simulation must at least run.
+    check_sim_cycles(trace.cycles(cfg.clock_mhz), args.max_cycles,
+                     f"trace {args.trace} at {cfg.clock_mhz:g} MHz")
     rtl = run_trace(cfg, args.trace, sim=args.sim)
     result = shield.power_from_counts(cfg, trace, rtl["refresh_counts"], rtl["cycles"])
     result["rtl"] = rtl
