@@ -178,4 +178,4 @@ def load_config(name_or_path: str, config_dir: Path = CONFIG_DIR):
         raw = load_yaml(path, "config file")
     except InputError as exc:
         raise ConfigError(str(exc)) from None
-    return config_from_dict(raw, str(path), name)
+    return config_from_dict(raw, f"config file {path}", name)

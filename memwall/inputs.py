@@ -165,12 +165,16 @@ def _expanded_nodes(root: yaml.Node, limit: int) -> int:
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
     """One line: where and what (PyYAML's own text spans several, with a source excerpt)."""
+    def at(mark) -> str:
+        return f"line {mark.line + 1}, column {mark.column + 1}"
+
     if isinstance(exc, yaml.MarkedYAMLError):
-        mark = exc.problem_mark or exc.context_mark
-        what = "; ".join(p for p in (exc.context, exc.problem) if p)
-        if mark is not None:
-            return f"line {mark.line + 1}, column {mark.column + 1}: {what}"
-        return what
+        text = exc.problem or exc.context or "unreadable"
+        if exc.problem_mark is not None:
+            text = f"{at(exc.problem_mark)}: {text}"
+        if exc.context and exc.problem and exc.context_mark is not None:
+            text += f" ({exc.context} at {at(exc.context_mark)})"
+        return text
     return " ".join(str(exc).split())
 
 
@@ -280,9 +284,9 @@ def load_npz(path, specs: Mapping[str, ArraySpec], *, what: str = "input",
         with path.open("rb") as f:
             magic = f.read(6)
         if not zipfile.is_zipfile(path):
-            kind = ("a single .npy array" if magic == b"\x93NUMPY" else "not a zip archive")
-            raise InputError(f"{label}: {kind}; expected an .npz archive (np.savez) with "
-                             f"arrays " + ", ".join(specs))
+            kind = ("is a single .npy array, not" if magic == b"\x93NUMPY" else "is not")
+            raise InputError(f"{label}: {kind} an .npz archive (a zip of .npy arrays, as "
+                             f"np.savez writes) with the arrays " + ", ".join(specs))
         archive = zipfile.ZipFile(path)
     except OSError as exc:
         raise _open_error(path, what, exc) from None

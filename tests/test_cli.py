@@ -232,7 +232,7 @@ def test_run_shield_matches_model(tmp_path, capsys):
 @pytest.mark.parametrize("trace, words", [
     ("steps: [{op: fly}]\n", ["op", "write, read"]),
     ("steps: [{op: read, class: qo, addr: 0, words: 1}]\n", ["reads qo words", "written"]),
-    ("seed: 1\n", ["missing key 'steps'"]),
+    ("seed: 1\n", ["missing key(s) steps"]),
 ])
 def test_shield_bad_trace(tmp_path, capsys, trace, words):
     path = tmp_path / "t.yaml"
@@ -268,9 +268,9 @@ def test_model_dplena_json(capsys):
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
-    (["--workload", "16,32,126464"], "four integers"),
-    (["--workload", "16,0,100,1"], ">= 1"),
-    (["--workload", "16,64,100,1"], "L must be in [1, block_len = 32]"),
+    (["--workload", "16,32,126464"], "4 positive integers B,L,V,T"),
+    (["--workload", "16,0,100,1"], "L = 0 must be in [1, 32]"),
+    (["--workload", "16,64,100,1"], "L = 64 must be in [1, 32]"),
     (["--workload", "16,32,126464,1", "--v-chunk", "1000"], "multiple of vlen"),
     ([], "required: --workload"),
 ])

@@ -30,9 +30,9 @@ def test_repeat_expands_in_order():
 
 @pytest.mark.parametrize("raw, words", [
     ({"steps": [{"op": "jump"}]}, ["steps[0]", "op", "write, read, idle, release, repeat"]),
-    ({"steps": [{"op": "write", "class": "kv", "addr": 0}]}, ["steps[0]", "missing: words"]),
+    ({"steps": [{"op": "write", "class": "kv", "addr": 0}]}, ["steps[0]", "missing key(s) words"]),
     ({"steps": [{"op": "write", "class": "kv", "addr": 0, "words": 1, "x": 1}]},
-     ["unknown: x"]),
+     ["unknown key(s) x"]),
     ({"steps": [{"op": "write", "class": "xy", "addr": 0, "words": 1}]},
      ["class", "kv or qo"]),
     ({"steps": [{"op": "write", "class": "kv", "addr": 60, "words": 10}]},
@@ -45,7 +45,7 @@ def test_repeat_expands_in_order():
                 {"op": "release", "class": "qo"},
                 {"op": "read", "class": "qo", "addr": 0, "words": 1}]}, ["steps[2]", "release"]),
     ({"steps": [], "extra": 1}, ["unknown key(s) extra", "steps, seed"]),
-    ({"seed": 1}, ["missing key 'steps'"]),
+    ({"seed": 1}, ["missing key(s) steps"]),
     ([1, 2], ["expected a mapping"]),
     ({"steps": [{"op": "repeat", "times": 1.5, "steps": []}]}, ["times", "integer"]),
 ])
