@@ -319,7 +319,8 @@ def _run(args) -> int:
         if os.environ.get("MEMWALL_TRACEBACK"):
             raise
         log = _crash_log(exc)
-        _error(f"internal error: {type(exc).__name__}: {exc}"
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        _error(f"internal error: {type(exc).__name__}: {first_line}"
                + (f" (traceback in {log}; please report it)" if log else ""))
         return 1
     return 0

@@ -129,6 +129,9 @@ def simulate(component, top_name: str, test_module: str, params: dict | None = N
                     log_file=sim_log)
     except SystemExit:  # under pytest, cocotb's runner exits on failing tests; results.xml tells
         pass
+    except KeyboardInterrupt:   # SIGINT/SIGTERM (memwall.cli): the run's folder goes with it
+        shutil.rmtree(test_dir, ignore_errors=True)
+        raise
     try:
         num_tests, num_failed = get_results(results)
     except RuntimeError as exc:
