@@ -20,7 +20,13 @@ import traceback
 import warnings
 from pathlib import Path
 
-from memwall.command import DEFAULT_MAX_SIM_CYCLES, UsageError, output_folder, positive_int
+from memwall.command import (
+    DEFAULT_MAX_SIM_CYCLES,
+    UsageError,
+    jobs_int,
+    output_folder,
+    positive_int,
+)
 from memwall.config import available_configs, load_config
 from memwall.family import COMMAND_VERBS, FamilyError, families, family
 from memwall.flows.flow import BUILD_ROOT
@@ -177,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     synth.add_argument("config", help="config name or .yaml path")
     synth.add_argument("--pdk", required=True, choices=sorted(PLATFORMS),
                        help="platform under $MEMWALL_PDK_ROOT (default ../shared/pdk)")
-    synth.add_argument("--jobs", type=positive_int, default=2,
+    synth.add_argument("--jobs", type=jobs_int, default=2,
                        help="parallel Yosys runs (default 2)")
     synth.add_argument("--no-activity", action="store_true",
                        help="skip the simulation; power from a default activity")
@@ -192,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="first synthesise every config x PDK of the report matrix "
                              "that has no metrics yet")
     report.add_argument("--force", action="store_true", help="with --run: redo all of them")
-    report.add_argument("--jobs", type=positive_int, default=2,
+    report.add_argument("--jobs", type=jobs_int, default=2,
                         help="parallel Yosys runs (default 2)")
     report.add_argument("--only", nargs="+", metavar="UNIT", choices=sorted(families()),
                         help="only these unit families' configs (default: all)")

@@ -11,7 +11,7 @@ from pathlib import Path
 from memwall.inputs import InputError
 
 __all__ = ["UsageError", "output_path", "output_folder", "write_json_output", "positive_int",
-           "check_sim_cycles", "DEFAULT_MAX_SIM_CYCLES"]
+           "jobs_int", "check_sim_cycles", "DEFAULT_MAX_SIM_CYCLES"]
 
 #: ``memwall run``'s default bound on simulated cycles (``--max-cycles``): a run that long takes
 #: minutes in Icarus; the analytic ``model`` of each family has no such bound.
@@ -30,6 +30,18 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not a positive integer (>= 1)")
+    return value
+
+
+#: Parallel tool runs (``--jobs``): each Yosys run holds up to a few GiB.
+MAX_JOBS = 64
+
+
+def jobs_int(text: str) -> int:
+    """argparse type for ``--jobs``: an integer in [1, MAX_JOBS]."""
+    value = positive_int(text)
+    if value > MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"{value} parallel runs; at most {MAX_JOBS}")
     return value
 
 
