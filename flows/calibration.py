@@ -44,7 +44,13 @@ from . import sta
 from .liberty import Liberty, eval_bool, parse_bool, pdk_cell_library, table_lookup
 from .liberty import pins as cell_pins
 from .netlist import Netlist, fanout, netlist_from_verilog
-from .opensta2019 import StaError, check_run, move_default_operating_conditions, opensta_libraries
+from .opensta2019 import (
+    StaError,
+    check_run,
+    move_default_operating_conditions,
+    opensta_libraries,
+    tcl_word,
+)
 from .pdk import Pdk, find_pdk
 from .rewrite import ModuleRun, rewrite_module
 
@@ -429,7 +435,7 @@ def reproduce_traps(pdk_name: str, workdir: Path) -> dict:
 
     def original(text: str) -> str:
         for view, src in originals.items():
-            text = text.replace(f"read_liberty {{{view}}}", f"read_liberty {{{src}}}")
+            text = text.replace(f"read_liberty {tcl_word(view)}", f"read_liberty {tcl_word(src)}")
         return text
 
     def without_opcond(text: str) -> str:
@@ -448,12 +454,12 @@ def reproduce_traps(pdk_name: str, workdir: Path) -> dict:
     if moved_header != std.header_text:
         copy = work / std.path.name
         copy.write_text(moved_header + std.text[std.head_end:])
-        moved = raw.replace(f"read_liberty {{{std.path}}}", f"read_liberty {{{copy}}}")
+        moved = raw.replace(f"read_liberty {tcl_word(std.path)}", f"read_liberty {tcl_word(copy)}")
         out["moved_operating_conditions"] = sta.parse_power(
             sta.run_tcl(moved, work, "moved_opcond"))
     if view_macros:
         lines = script.splitlines()
-        first = f"read_liberty {{{view_macros[0]}}}"
+        first = f"read_liberty {tcl_word(view_macros[0])}"
         reordered = [first] + [x for x in lines if x != first]
         text_out = sta.run_tcl("\n".join(reordered) + "\n", work, "macro_first")
         try:

@@ -19,8 +19,8 @@ activity propagation wrong,            the flow's own simulation
                                        :func:`pin_activity_tcl`, :func:`self_naming_function`
 =====================================  ======================================================
 
-The flow reads a restated copy of each Liberty file (:func:`opensta_view`, cached in
-``build/pdk/<pdk>/opensta2019/``): internal-power groups of one arc merged over power pins and
+The flow reads a restated copy of each Liberty file (:func:`opensta_view`, cached beside it in
+``build/pdk/<pdk>/<key>/opensta2019/``): internal-power groups of one arc merged over power pins and
 scaled so this release's arithmetic gives the Liberty meaning, ``cell_leakage_power`` stated,
 the operating conditions in order, and combinational output functions naming the pin itself
 so the propagation keeps the activity the flow sets (``sta::set_power_pin_activity``).
@@ -49,7 +49,7 @@ from .liberty import (
 )
 from .pdk import Pdk
 
-__all__ = ["StaError", "VIEW_VERSION", "liberty_reads", "check_run",
+__all__ = ["StaError", "VIEW_VERSION", "tcl_word", "liberty_reads", "check_run",
            "move_default_operating_conditions", "operating_conditions_tcl", "pin_activity_tcl",
            "opensta_view", "opensta_libraries", "normalise_when", "complement_pairs",
            "arc_scale", "merged_internal_power", "state_leakage", "self_naming_function"]
@@ -57,6 +57,40 @@ __all__ = ["StaError", "VIEW_VERSION", "liberty_reads", "check_run",
 
 class StaError(RuntimeError):
     """An OpenSTA run that failed or whose output cannot be trusted; says which and why."""
+
+
+_TCL_PLAIN = re.compile(r"[A-Za-z0-9_./:+=@,%~-]")
+_TCL_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def tcl_word(text: str | os.PathLike) -> str:
+    r"""``text`` as one Tcl word that Tcl reads back exactly (a path, a name).
+
+    The rule: braces, ``{text}``, when that is exact, i.e. ``text`` holds no backslash (inside
+    braces a backslash-newline still becomes a space, and a backslash before a brace changes
+    the nesting) and its braces are balanced (never more ``}`` than ``{`` so far, as many of
+    each in all); and it holds no control character, so the word stays on one line for the
+    scripts that are edited line by line. Otherwise no braces: every ASCII character but
+    letters, digits and ``_./:+=@,%~-`` gets a backslash in front (``\\``, ``\{``, ``\$``,
+    ``\ ``, ...), and a control character is written ``\uXXXX`` (a backslash before a newline
+    would join lines; before a letter or digit it would start an escape such as ``\n`` or
+    ``\x``). Characters beyond ASCII are never special to Tcl and stay as they are. Plain
+    paths keep their usual form: ``tcl_word("/a/b.lib") == "{/a/b.lib}"``.
+    """
+    text = os.fspath(text)
+    if "\\" not in text and not _TCL_CONTROL.search(text):
+        depth = 0
+        for char in text:
+            depth += {"{": 1, "}": -1}.get(char, 0)
+            if depth < 0:
+                break
+        else:
+            if depth == 0:
+                return "{" + text + "}"
+    return "".join(char if _TCL_PLAIN.fullmatch(char) or ord(char) > 127
+                   else f"\\u{ord(char):04x}" if _TCL_CONTROL.fullmatch(char)
+                   else "\\" + char
+                   for char in text)
 
 
 # --------------------------------------------------------------------------------------------
@@ -73,7 +107,7 @@ def liberty_reads(pdk: Pdk) -> list[str]:
     agrees.
     """
     view_cells, view_macros = opensta_libraries(pdk)
-    return [f"read_liberty {{{p}}}" for p in view_cells + view_macros]
+    return [f"read_liberty {tcl_word(p)}" for p in view_cells + view_macros]
 
 
 def check_run(text: str, pdk: Pdk) -> None:
@@ -378,8 +412,11 @@ def opensta_view(src: Path, dst_dir: Path) -> Path:
 
 
 def opensta_libraries(pdk: Pdk) -> tuple[list[Path], list[Path]]:
-    """(standard cells, macros): the OpenSTA views of the PDK's Liberty files, in read order."""
-    view_dir = pdk.cell_liberty[0].parent / "opensta2019"
-    cells = [opensta_view(p, view_dir) for p in pdk.cell_liberty]
-    macros = [opensta_view(m.liberty, view_dir) for m in pdk.macros]
+    """(standard cells, macros): the OpenSTA views of the PDK's Liberty files, in read order.
+
+    Each view lies beside its source in the PDK cache (``<key>/opensta2019/``), so it is keyed
+    by that source like the source's own entry (:mod:`memwall.flows.pdk`).
+    """
+    cells = [opensta_view(p, p.parent / "opensta2019") for p in pdk.cell_liberty]
+    macros = [opensta_view(m.liberty, m.liberty.parent / "opensta2019") for m in pdk.macros]
     return cells, macros

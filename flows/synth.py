@@ -194,16 +194,32 @@ def lite_liberty(src: Path, dst: Path) -> Path:
     ``dfflibmap`` and ``stat`` use; ABC, which needs the delays, reads the full file. Parsing a
     46 MB ASAP7 library three times per module was half of each run's time.
     """
-    if dst.exists() and dst.stat().st_mtime >= src.stat().st_mtime:
+    stamp = dst.with_name(dst.name + ".source")
+    source = _source_stamp(src)
+    if dst.exists() and stamp.exists() and stamp.read_text() == source:
         return dst
     try:
         text = strip_groups(src.read_text(), ("timing", "internal_power"))
     except LibertyError as exc:
         raise FlowError(f"{src}: {exc}") from None
-    tmp = dst.with_name(f".{dst.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, dst)
+    stamp.unlink(missing_ok=True)   # no stamp can vouch for a half-replaced dst
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, dst)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    stamp.write_text(source)
     return dst
+
+
+def _source_stamp(src: Path) -> str:
+    """What a derived file was made from: ``src``'s resolved path, size and mtime. An mtime
+    comparison alone keeps a stale copy when the source becomes an *older* file (another PDK
+    cache entry of the same name, :mod:`memwall.flows.pdk`)."""
+    st = src.stat()
+    return f"{src.resolve()}\n{st.st_size}\n{st.st_mtime_ns}\n"
 
 
 def choose_macro(depth: int, width: int, macros, areas: dict[str, float]):
@@ -291,8 +307,10 @@ def _tail(path: Path, lines: int = _LOG_TAIL) -> str:
 def _place(src: Path, dst: Path) -> None:
     """``src`` at ``dst`` under the Yosys root: a hard link when possible, else a copy."""
     if dst.exists():
-        if dst.stat().st_size == src.stat().st_size and \
-                dst.stat().st_mtime >= src.stat().st_mtime:
+        # The same file (hard link), or a copy2 of it (same size and mtime); not merely a file
+        # newer than src, which may be a PDK cache entry older than the last one placed.
+        if os.path.samefile(src, dst) or (dst.stat().st_size == src.stat().st_size and
+                                          dst.stat().st_mtime_ns == src.stat().st_mtime_ns):
             return
         dst.unlink()
     try:
