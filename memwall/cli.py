@@ -77,16 +77,12 @@ def cmd_family(args) -> None:
 
 def cmd_synth(args) -> None:
     from memwall.flows.flow import run_flow
-    from memwall.flows.pdk import PdkError
 
     _load(args.config)  # a bad config name fails here, before any tool runs
     output_folder(args.build, "--build")
-    with Progress(plain=True if args.quiet else None) as progress:
-        try:
-            run_flow(args.config, args.pdk, jobs=args.jobs, activity=not args.no_activity,
-                     build_root=Path(args.build), progress=progress)
-        except PdkError as exc:
-            raise UsageError(str(exc)) from None
+    with Progress(plain=True if args.quiet else None) as progress:   # PdkError: exit 2
+        run_flow(args.config, args.pdk, jobs=args.jobs, activity=not args.no_activity,
+                 build_root=Path(args.build), progress=progress)
 
 
 def report_matrix(units: list[str] | None = None) -> list[tuple[str, str]]:
@@ -102,7 +98,7 @@ def report_matrix(units: list[str] | None = None) -> list[tuple[str, str]]:
 
 def cmd_report(args) -> None:
     from memwall.flows.flow import metrics_path, run_flow
-    from memwall.flows.pdk import PdkError, find_pdk
+    from memwall.flows.pdk import find_pdk
     from memwall.flows.report import write_report
     from memwall.gen import generate
 
@@ -110,11 +106,8 @@ def cmd_report(args) -> None:
     output_folder(args.out)
     if args.run:
         matrix = report_matrix(args.only)
-        try:   # every PDK of the matrix, before hours of work start
-            for pdk in sorted({pdk for _, pdk in matrix}):
-                find_pdk(pdk, cache_root=build / "pdk")
-        except PdkError as exc:
-            raise UsageError(str(exc)) from None
+        for pdk in sorted({pdk for _, pdk in matrix}):   # before hours of work start
+            find_pdk(pdk, cache_root=build / "pdk")
         with Progress(plain=True if args.quiet else None) as progress, \
                 progress.task("report --run: config x PDK", len(matrix)) as jobs:
             for config, pdk in matrix:
