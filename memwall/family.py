@@ -42,9 +42,11 @@ class Command:
     """One ``memwall <verb> <family>`` subcommand.
 
     ``add_arguments(parser)`` adds the family's own options (the shared code adds ``--config``,
-    and ``--sim`` to ``run``); ``run(args, cfg)`` does the work with the loaded config and
-    raises :class:`memwall.command.UsageError` (or :class:`memwall.config.ConfigError`) for bad
-    input.
+    and ``--sim`` and ``--max-cycles`` to ``run``); ``run(args, cfg)`` does the work with the
+    loaded config. It reads files through :mod:`memwall.inputs`, checks its output paths
+    (:func:`memwall.command.output_path`) and, for ``run``, the simulated cycles
+    (:func:`memwall.command.check_sim_cycles`) before any long work, and raises an
+    :class:`memwall.inputs.InputError` (``UsageError``, ``ConfigError``, ...) for bad input.
     """
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]

@@ -13,7 +13,7 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from memwall.command import UsageError, output_path, write_json_output
+from memwall.command import UsageError, check_sim_cycles, output_path, write_json_output
 from memwall.config import UnitConfig, field, int_range, number_range
 from memwall.family import Command, Family, PowerWorkload
 
@@ -82,6 +82,7 @@ def _run(args, cfg):
 
     out = output_path(args.out)
     values = _values(args, cfg)
+    check_sim_cycles(len(values), args.max_cycles, f"--values ({len(values)} values)")
     result = out.with_name(out.name + ".sim")
     simulate(TinyAccumulator(cfg.width), TOP_NAME, "memwall.families.tinyacc.tb",
              {"width": cfg.width, "values": values, "out": str(result.resolve())},
