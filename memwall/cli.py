@@ -8,18 +8,11 @@ per-family verbs (``golden``, ``model``, ``run``) come from each family's descri
 from __future__ import annotations
 
 import argparse
-import contextlib
-import errno
-import os
-import signal
 import sys
-import tempfile
-import threading
 import time
-import traceback
-import warnings
 from pathlib import Path
 
+from memwall.boundary import error, exit_status, guarded
 from memwall.command import (
     DEFAULT_MAX_SIM_CYCLES,
     UsageError,
@@ -32,7 +25,6 @@ from memwall.family import COMMAND_VERBS, FamilyError, families, family
 from memwall.flows.flow import BUILD_ROOT
 from memwall.flows.pdk import PLATFORMS
 from memwall.flows.report import REPORTS
-from memwall.inputs import InputError
 from memwall.progress import Progress
 
 __all__ = ["main"]
@@ -219,137 +211,22 @@ def _tool_failures() -> tuple[type[Exception], ...]:
     return (ActivityError, FlowError, LibertyError, NetlistError, StaError, SimulationFailed)
 
 
-class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM, raised in the main thread so that every ``finally`` and ``except
-    BaseException`` cleanup runs (staging folders, temporary files, child processes)."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-@contextlib.contextmanager
-def _signals_raise():
-    """SIGINT and SIGTERM raise :class:`Interrupted` once; a second signal during the cleanup
-    is remembered, not raised, so the cleanup finishes. Yields the list of signals seen."""
-    seen: list[int] = []
-
-    def handler(signum, frame):
-        seen.append(signum)
-        if len(seen) == 1:
-            raise Interrupted(signum)
-
-    def unraisable(info):
-        # A signal that lands in a __del__ (Amaranth's UnusedElaboratable check) cannot
-        # propagate; it is in `seen` already, so main still exits with 128 + signal.
-        if not isinstance(info.exc_value, Interrupted):
-            default_hook(info)
-
-    if threading.current_thread() is not threading.main_thread():
-        yield seen
-        return
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    default_hook, sys.unraisablehook = sys.unraisablehook, unraisable
-    try:
-        yield seen
-    finally:
-        sys.unraisablehook = default_hook
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
-#: OS errors that mean a path the user gave cannot be used (exit 2), not a broken machine.
-_BAD_PATH = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR,
-             errno.EISDIR, errno.ENAMETOOLONG, errno.EEXIST}
-
-
-def _crash_log(exc: BaseException) -> Path | None:
-    """Keep the traceback of an internal error in a file rather than on the terminal."""
-    folder = Path(os.environ.get("MEMWALL_LOG_DIR") or tempfile.gettempdir())
-    try:
-        fd, name = tempfile.mkstemp(prefix=time.strftime("memwall-crash-%Y%m%d-%H%M%S-"),
-                                    suffix=".log", dir=folder)
-        with os.fdopen(fd, "w") as f:
-            f.write(f"memwall {' '.join(sys.argv[1:])}\n\n")
-            traceback.print_exception(exc, file=f)
-        return Path(name)
-    except OSError:
-        return None
-
-
-def _error(message: str) -> None:
-    """One line on stderr. A command that stopped part-way leaves Amaranth components unbuilt;
-    their UnusedElaboratable warnings at exit would only bury the message."""
-    with contextlib.suppress(ImportError):
-        from amaranth.hdl import UnusedElaboratable
-
-        warnings.simplefilter("ignore", UnusedElaboratable)
-    try:
-        print(f"memwall: error: {message}", file=sys.stderr, flush=True)
-    except OSError:   # stderr itself is gone
-        pass
-
-
-def _run(args) -> int:
-    """Run the command; every expected failure becomes one line and an exit status."""
-    try:
-        args.func(args)
-        sys.stdout.flush()   # a closed pipe shows here, inside the boundary
-    except InputError as exc:   # configs, options, data files, traces, PDK files
-        _error(str(exc))
-        return 2
-    except _tool_failures() as exc:
-        _error(str(exc))
-        return 1
-    except BrokenPipeError:
-        # The reader went away (`memwall configs | head -1`): stop quietly, as a tool killed
-        # by SIGPIPE would; point stdout at /dev/null so the exit flush does not fail again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 128 + signal.SIGPIPE
-    except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        _error(f"{where}{exc.strerror or exc}")
-        return 2 if exc.errno in _BAD_PATH else 1
-    except MemoryError as exc:
-        log = _crash_log(exc)
-        _error(f"out of memory{f' (traceback in {log})' if log else ''}")
-        return 1
-    except Exception as exc:   # a bug: the traceback goes to a file, one line to the terminal
-        if os.environ.get("MEMWALL_TRACEBACK"):
-            raise
-        log = _crash_log(exc)
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        _error(f"internal error: {type(exc).__name__}: {first_line}"
-               + (f" (traceback in {log}; please report it)" if log else ""))
-        return 1
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
-    """``memwall``: exit status 0 on success, 2 for bad input, 1 for a failed tool or an
-    internal error, 128 + the signal number on SIGINT (130) or SIGTERM (143)."""
-    with _signals_raise() as seen:
+    """``memwall``; the exit statuses are :func:`memwall.boundary.guarded`'s."""
+
+    def command() -> int:
         try:
-            try:
-                parser = build_parser()
-            except FamilyError as exc:   # a family package that does not describe itself
-                _error(str(exc))
-                return 1
-            try:
-                args = parser.parse_args(argv)
-            except SystemExit as exc:   # --help (0) or a usage error (2), already printed
-                code = exc.code if isinstance(exc.code, int) else 2
-            else:
-                code = _run(args)
-        except KeyboardInterrupt as exc:   # outputs of the command are already cleaned up
-            signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
-            _error(f"interrupted by {signal.Signals(signum).name}; nothing half-written is "
-                   f"left")
-            return 128 + signum
-        if seen:   # a signal came where it could not stop the command: never report success
-            _error(f"interrupted by {signal.Signals(seen[0]).name}")
-            return 128 + seen[0]
-        return code
+            parser = build_parser()
+        except FamilyError as exc:   # a family package that does not describe itself
+            error(str(exc))
+            return 1
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:   # --help (0) or a usage error (2), already printed
+            return exc.code if isinstance(exc.code, int) else 2
+        return exit_status(args.func, args, _tool_failures())
+
+    return guarded(command)
 
 
 if __name__ == "__main__":
