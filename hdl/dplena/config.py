@@ -22,12 +22,39 @@ __all__ = ["DplenaConfig"]
 
 @dataclass(frozen=True)
 class DplenaConfig(UnitConfig):
+    """A d-PLENA core: lanes, block, memories, HBM port and clock.
+
+    Every allowed value generates within 4 GiB: each field's range (and the cross-field checks
+    in ``__post_init__``) keeps ``memwall gen`` under 4 GiB peak RSS and 5 minutes at every
+    corner, measured by ``benchmarks/config_ranges.py`` (``reports/config_ranges.md``). The
+    ranges are bounded by generation cost and stay well above every paper config (VLEN
+    512-2048, L = 32, at most 1024 KiB Vector SRAM, 2048-word FP/INT SRAMs, 512 instructions,
+    256 B/cycle):
+
+    * Memories cost time and memory per bit of one *unique* memory: Amaranth writes an explicit
+      all-zero initial value for every memory, one netlist bit (a Python object) per memory
+      bit, which Yosys then writes as one Verilog line per word. The old 2^24-word INT SRAM
+      was half a gigabit: tens of GiB.
+    * The top-k unit decodes ``k_max`` indices of ``block_len`` positions: its cost grows as
+      ``block_len * k_max``, and past a few hundred slots its expression nesting exceeds
+      Python's recursion limit.
+    * A Vector SRAM bank holds ``hbm_bytes_per_cycle`` lanes; its three row-wide write inputs
+      (``3 x 16 x lanes`` bits) must stay under Amaranth's 65,536-bit port limit.
+    """
+
     unit_name: ClassVar[str] = "dplena"
     name: str = "dplena"
     vlen: int = field(512, power_of_two(8, 4096), "vector lanes (elements per vector op)")
-    block_len: int = field(32, int_range(2, 1024), "L: tokens per diffusion block")
-    k_max: int = field(32, int_range(1, 1024), "most tokens transferred per step (top-k slots)")
-    clock_mhz: float = field(1000, number_range(0, 10000), "target clock frequency in MHz")
+    block_len: int = field(32, int_range(2, 256),
+                           "L: tokens per diffusion block; at most 256 because the top-k unit's "
+                           "cost grows as block_len * k_max (paper: 32)")
+    k_max: int = field(32, int_range(1, 256),
+                       "most tokens transferred per step (top-k slots); at most 256, see "
+                       "block_len")
+    clock_mhz: float = field(1000, number_range(0.001, 10000),
+                             "target clock frequency in MHz, above 1 kHz and at most 10 GHz, so "
+                             "the clock period written to the SDC and config.mk is a finite "
+                             "0.1 .. 1e6 ns")
     compute_format: str = field("bf16", one_of("bf16"), "vector/scalar FP format")
     logits_format: str = field("mxfp8_e4m3", one_of("mxfp8_e4m3", "bf16"),
                                "format of logits in HBM")
@@ -35,15 +62,25 @@ class DplenaConfig(UnitConfig):
     stable_max: str = field("fused", one_of("fused", "two_pass"),
                             "softmax structure of the generated program: one streaming pass with "
                             "a rescaled running sum, or the paper's max pass then exp/sum pass")
-    hbm_bytes_per_cycle: int = field(64, power_of_two(32, 4096),
+    hbm_bytes_per_cycle: int = field(64, power_of_two(32, 1024),
                                      "HBM logits port width in bytes per cycle (64 = 64 GB/s at "
-                                     "1 GHz, about the paper's 67.7 GB/s)")
-    vector_sram_kib: int = field(64, power_of_two(1, 65536),
-                                 "Vector SRAM capacity in KiB (rows of VLEN BF16 elements)")
-    fp_sram_words: int = field(512, power_of_two(2, 1 << 20), "FP SRAM depth in BF16 words")
-    int_sram_words: int = field(4096, power_of_two(2, 1 << 24),
-                                "INT SRAM depth in int_width words")
-    imem_words: int = field(512, power_of_two(16, 1 << 16), "instruction memory depth (64-bit)")
+                                     "1 GHz, about the paper's 67.7 GB/s); at most 1024 because "
+                                     "a Vector SRAM bank of that many lanes takes three "
+                                     "16-bit-per-lane write inputs, which must stay under "
+                                     "Amaranth's 65,536-bit port limit")
+    vector_sram_kib: int = field(64, power_of_two(1, 2048),
+                                 "Vector SRAM capacity in KiB (rows of VLEN BF16 elements); at "
+                                 "most 2 MiB, twice the paper's largest (1024 KiB), because "
+                                 "generation cost grows with the bits of one bank")
+    fp_sram_words: int = field(512, power_of_two(2, 1 << 16),
+                               "FP SRAM depth in BF16 words; at most 65536 (paper: max(L, VLEN)), "
+                               "as generation cost grows with memory bits")
+    int_sram_words: int = field(4096, power_of_two(2, 1 << 16),
+                                "INT SRAM depth in int_width words; at most 65536 (256 KiB; "
+                                "paper: 8 kB), as generation cost grows with memory bits")
+    imem_words: int = field(512, power_of_two(16, 1 << 14),
+                            "instruction memory depth (64-bit); at most 16384 (the paper "
+                            "configs use 512), as generation cost grows with memory bits")
     out_fifo_depth: int = field(16, power_of_two(2, 1024), "token-ID output FIFO depth")
 
     def __post_init__(self):

@@ -23,7 +23,7 @@ from memwall.config import (
     one_of,
 )
 
-__all__ = ["ShieldConfig", "FORMATS", "DEFAULT_RETENTION"]
+__all__ = ["ShieldConfig", "FORMATS", "DEFAULT_RETENTION", "MAX_ROWS"]
 
 #: number format -> (sign + exponent bits, mantissa bits)
 FORMATS = {"bf16": (9, 7), "fp16": (6, 10), "fp8_e4m3": (5, 3), "fp8_e5m2": (6, 2)}
@@ -59,21 +59,59 @@ def _retention_check(value):
     return None
 
 
+#: Most rows of the Standard Refresh Bank (``ceil((kv_words + qo_words) / row_words)``). The
+#: controller keeps a liveness flip-flop per row and class and addresses them with a row
+#: pointer; Amaranth's netlist checks make generation time grow faster than the square of
+#: the rows, so this bound keeps ``memwall gen`` within its time budget (shield_2mb: 4096
+#: rows).
+MAX_ROWS = 1 << 14
+
+
 @dataclass(frozen=True)
 class ShieldConfig(UnitConfig):
+    """A SHIELD workspace and its controller: sizes, intervals, clock and power figures.
+
+    Every allowed value generates within 4 GiB: the ranges below and the cross-field checks in
+    ``__post_init__`` keep ``memwall gen`` under 4 GiB peak RSS and 5 minutes at every corner,
+    measured by ``benchmarks/config_ranges.py`` (``reports/config_ranges.md``). The number of
+    rows is what bounds generation (:data:`MAX_ROWS`), not the words: the banks are external
+    macros. The float fields have positive lower bounds so every derived quantity stays finite
+    and non-zero: intervals of ``round(t_us * clock_mhz)`` cycles (at most 1e10, 34-bit
+    counters), the refresh power ``e_ref_cycle_nj / t_std_us`` and the leakage ratio
+    ``p_leak_mw / (e_ref_cycle_nj / t_std_us)``.
+    """
+
     unit_name: ClassVar[str] = "shield"
     name: str = "shield"
     format: str = field("bf16", one_of(*FORMATS), "number format of the stored words")
-    kv_words: int = field(1 << 20, int_range(1, 1 << 30), "B_KV: KV-cache words")
-    qo_words: int = field(1 << 20, int_range(0, 1 << 30), "B_QO: Q/O activation words")
-    row_words: int = field(256, int_range(1, 1 << 16), "fields per eDRAM row (all banks)")
-    t_std_us: float = field(45.0, number_range(0, 1e6), "T_std: standard refresh interval, µs")
-    t_rel_us: float = field(1216.0, number_range(0, 1e6), "T_rel: relaxed refresh interval, µs")
-    qo_life_us: float = field(1500.0, number_range(0, 1e6), "longest QO lifetime, µs")
-    clock_mhz: float = field(1000, number_range(0, 10000), "controller clock, MHz")
-    e_ref_cycle_nj: float = field(1.0, number_range(0, 1e9),
-                                  "E_ref_cycle: energy to refresh the whole array once, nJ")
-    p_leak_mw: float = field(0.95, number_range(0, 1e6), "P_leak: array leakage power, mW")
+    kv_words: int = field(1 << 20, int_range(1, 1 << 29),
+                          "B_KV: KV-cache words; at most 2^29 (1 GiB of BF16) so that "
+                          "kv_words + qo_words fits MAX_ROWS rows of the widest row_words")
+    qo_words: int = field(1 << 20, int_range(0, 1 << 29),
+                          "B_QO: Q/O activation words; at most 2^29, see kv_words")
+    row_words: int = field(256, int_range(1, 1 << 16),
+                           "fields per eDRAM row (all banks); the rows, (kv_words + qo_words) / "
+                           "row_words rounded up, must be at most MAX_ROWS (16384)")
+    t_std_us: float = field(45.0, number_range(0.001, 1e6),
+                            "T_std: standard refresh interval, µs, in (1 ns, 1 s]: with "
+                            "clock_mhz at most 1e4 the interval is at most 1e10 cycles "
+                            "(34-bit counters); it must also exceed the rows in cycles")
+    t_rel_us: float = field(1216.0, number_range(0.001, 1e6),
+                            "T_rel: relaxed refresh interval, µs, in (1 ns, 1 s] as t_std_us "
+                            "and at least t_std_us")
+    qo_life_us: float = field(1500.0, number_range(0.001, 1e6),
+                              "longest QO lifetime, µs, in (1 ns, 1 s] as t_std_us")
+    clock_mhz: float = field(1000, number_range(0.001, 10000),
+                             "controller clock in MHz, above 1 kHz and at most 10 GHz, so the "
+                             "clock period (0.1 .. 1e6 ns) and the intervals in cycles are "
+                             "finite")
+    e_ref_cycle_nj: float = field(1.0, number_range(1e-6, 1e9),
+                                  "E_ref_cycle: energy to refresh the whole array once, nJ, "
+                                  "above 1 fJ (less than one bit of the smallest array) so "
+                                  "E_ref_cycle / T_std cannot round to 0 mW")
+    p_leak_mw: float = field(0.95, number_range(1e-9, 1e6),
+                             "P_leak: array leakage power, mW, above 1 pW so the leakage "
+                             "ratio P_leak / (E_ref_cycle / T_std) stays above 0")
     retention: dict = field(DEFAULT_RETENTION, _retention_check,
                             "BER vs µs since restore, per bank")
 
@@ -81,13 +119,20 @@ class ShieldConfig(UnitConfig):
         if self.t_rel_us < self.t_std_us:
             raise ConfigError(f"t_rel_us: {self.t_rel_us} — t_rel_us must be at least t_std_us "
                               f"({self.t_std_us})")
+        rows = self.rows(self.total_words)
+        if rows > MAX_ROWS:
+            raise ConfigError(
+                f"row_words: {self.row_words} — kv_words + qo_words = {self.total_words} words "
+                f"make {rows} rows of {self.row_words}; at most {MAX_ROWS} rows are allowed "
+                f"(the controller keeps a liveness bit per row), so row_words must be at least "
+                f"{-(-self.total_words // MAX_ROWS)}")
         for key in ("t_std_us", "t_rel_us"):
             # More cycles than rows: a fully live bank must leave some cycles for accesses.
-            if self.interval_cycles(getattr(self, key)) <= self.rows(self.total_words):
+            if self.interval_cycles(getattr(self, key)) <= rows:
                 raise ConfigError(
                     f"{key}: {getattr(self, key)} µs at {self.clock_mhz} MHz is "
                     f"{self.interval_cycles(getattr(self, key))} cycles; it must be more than "
-                    f"the {self.rows(self.total_words)} rows it refreshes one per cycle")
+                    f"the {rows} rows it refreshes one per cycle")
 
     # -- derived values --------------------------------------------------------------------------
     @property

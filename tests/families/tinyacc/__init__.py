@@ -25,7 +25,8 @@ class TinyAccConfig(UnitConfig):
     unit_name: ClassVar[str] = "tinyacc"
     name: str = "tinyacc"
     width: int = field(8, int_range(2, 32), "accumulator width in bits")
-    clock_mhz: float = field(500, number_range(0, 10000), "target clock frequency in MHz")
+    clock_mhz: float = field(500, number_range(0.001, 10000),
+                             "target clock frequency in MHz, above 1 kHz and at most 10 GHz")
 
 
 class TinyAccumulator(wiring.Component):
