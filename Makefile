@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 DEBIAN_TOOLS := iverilog:iverilog sta:opensta
 PYTEST_WORKERS ?= 2
 
-.PHONY: gen test lint bench clean setup synth report
+.PHONY: gen test lint bench clean setup synth report ranges
 
 setup: $(STAMP)
 
@@ -53,6 +53,11 @@ lint: $(STAMP)
 # (reports/<family>/: d-PLENA sampling-step cycles, SHIELD power model); figures, not gates.
 bench: $(STAMP)
 	$(BIN)/python -m memwall.bench
+
+# Generates every config family's range corners (the largest allowed value of each size field)
+# one at a time and records peak memory and time against the budget: reports/config_ranges.md.
+ranges: $(STAMP)
+	$(BIN)/python benchmarks/config_ranges.py
 
 clean:
 	rm -rf build sim_build

@@ -62,7 +62,7 @@ def test_gen_bad_yaml(tmp_path, capsys):
     out = tmp_path / "build"
     assert main(["gen", str(bad), "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert str(bad) in err and "vlen must be a power of two in [8, 4096]" in err
+    assert str(bad) in err and "vlen must be a power of two in [32, 4096]" in err
     assert not out.exists()
 
 

@@ -98,7 +98,7 @@ def test_allowed_clocks_give_finite_periods():
 TOO_BIG = [
     ("dplena", {"block_len": 257}, "block_len must be an integer in [2, 256]"),
     ("dplena", {"k_max": 257}, "k_max must be an integer in [1, 256]"),
-    ("dplena", {"vlen": 8192}, "vlen must be a power of two in [8, 4096]"),
+    ("dplena", {"vlen": 8192}, "vlen must be a power of two in [32, 4096]"),
     ("dplena", {"hbm_bytes_per_cycle": 2048}, "must be a power of two in [32, 1024]"),
     ("dplena", {"vector_sram_kib": 4096}, "vector_sram_kib must be a power of two in [1, 2048]"),
     ("dplena", {"vector_sram_kib": 65536}, "vector_sram_kib must be a power of two in [1, 2048]"),

@@ -44,7 +44,8 @@ class DplenaConfig(UnitConfig):
 
     unit_name: ClassVar[str] = "dplena"
     name: str = "dplena"
-    vlen: int = field(512, power_of_two(8, 4096), "vector lanes (elements per vector op)")
+    vlen: int = field(512, power_of_two(32, 4096),
+                      "vector lanes (elements per vector op); at least hbm_bytes_per_cycle")
     block_len: int = field(32, int_range(2, 256),
                            "L: tokens per diffusion block; at most 256 because the top-k unit's "
                            "cost grows as block_len * k_max (paper: 32)")
