@@ -1,4 +1,4 @@
-"""Combinational floating-point arithmetic: add/sub, multiply, FP32 -> BF16, BF16 compare key.
+"""Floating-point arithmetic: add/sub, multiply, FP32 -> BF16, BF16 compare key.
 
 Bit-exact with :mod:`memwall.golden.fparith`: IEEE-754 round to nearest, ties to even, subnormal
 inputs and outputs, overflow to a signed infinity, IEEE signs of exact zeros, and one canonical
@@ -8,6 +8,10 @@ These blocks are instantiated once per vector lane, so they are written lean: on
 swap, one alignment shifter with a sticky OR, one adder, a log-depth leading-zero counter, one
 normalisation shifter, and rounding as an increment of the packed ``{exponent, fraction}`` field
 (its carry moves a subnormal to the smallest normal and the largest finite to infinity for free).
+
+The blocks are combinational by default; ``stages=k`` places ``k`` register stages at named cut
+points of the same datapath (:mod:`memwall.hdl.common.pipeline`), so the arithmetic, and the
+bit-exactness, do not depend on the depth.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
@@ -15,6 +19,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, ceil_log2
 from memwall.golden.formats import BF16, FP32, FloatFormat
+
+from .pipeline import Stages, depth_cuts, with_stages
 
 __all__ = ["FORMATS", "Fp32ToBf16", "FpAdd", "FpMul", "bf16_key"]
 
@@ -69,6 +75,33 @@ def _lzc(m: Module, value: Value, name: str = "lzc") -> Value:
     return tree(value, name)[1]
 
 
+def _add(a: Value, b: Value, cin: Value, blocks: int) -> Value:
+    """``a + b + cin`` (unsigned, one bit wider than the wider operand) as a carry-select
+    adder of ``blocks`` blocks, or the plain ``+`` for ``blocks == 1``.
+
+    The pipelined blocks use it for their long carry chains: the flow's ABC script maps a
+    plain adder to a ripple carry (about 25 ps a bit on ASAP7, ``reports/fp_stages.md``),
+    and each block of a carry-select adder is a chain of its own, computed for both carries.
+    """
+    a, b, cin = Value.cast(a), Value.cast(b), Value.cast(cin)
+    width = max(len(a), len(b))
+    if blocks == 1:
+        return (a + b + cin)[:width + 1]
+    a, b = a.as_unsigned(), b.as_unsigned()
+    step = -(-width // blocks)
+    parts, carry = [], cin
+    for lo in range(0, width, step):
+        hi = min(width, lo + step)
+        x, y = a[lo:hi], b[lo:hi]
+        if lo == 0:
+            total = x + y + carry
+        else:
+            total = Mux(carry, x + y + 1, x + y)
+        parts.append(total[:hi - lo])
+        carry = total[hi - lo]
+    return Cat(*parts, carry)
+
+
 class _Unpacked:
     """Fields of one operand: sign, exponent field, fraction and the derived flags."""
 
@@ -94,16 +127,35 @@ def _fields(m: Module, fmt: FloatFormat, mag: Value, name: str) -> tuple[Value, 
 
 
 class FpAdd(wiring.Component):
-    """IEEE-754 add/subtract, combinational, bit-exact with ``golden.fparith.fp_add``/``fp_sub``.
+    """IEEE-754 add/subtract, bit-exact with ``golden.fparith.fp_add``/``fp_sub``.
 
     Round to nearest even with subnormals; an exact zero sum is ``+0`` unless both (effective)
     operands are ``-0``; overflow gives a signed inf; ``inf - inf`` and NaN operands give the
     canonical quiet NaN.
 
+    Combinational by default. With ``stages = k > 0`` it has ``k`` register stages
+    (:mod:`~memwall.hdl.common.pipeline`) and a latency of ``k`` cycles. Cut points, in
+    dataflow order (:attr:`CUT_POINTS`):
+
+    * ``swap``: after unpacking and the magnitude compare and swap;
+    * ``align``: after the alignment shifter and its sticky bit;
+    * ``add``: after the significand adder;
+    * ``lzc``: after the leading-zero count (and its clamp to the exponent);
+    * ``norm``: after the normalisation shifter, before rounding.
+
+    In the pipelined block the significand adder and the rounding increment are carry-select
+    adders of two blocks (:func:`_add`). Active cuts per depth (:attr:`DEPTHS`), chosen from
+    ``benchmarks/fp_stages.py --search`` on ASAP7 at 1 GHz (``reports/fp_stages.md``):
+
+    * ``bf16``: 1 ``align``; 2 ``align, add``; 3 ``swap, align, lzc``.
+    * ``fp32``: 1 ``add``; 2 ``align, lzc``; 3 ``align, add, lzc``; 4 ``swap, align, add, lzc``.
+
     Parameters
     ----------
     fmt : FloatFormat or str
         ``BF16``/``"bf16"`` or ``FP32``/``"fp32"``.
+    stages : int
+        Pipeline register stages, ``0 .. max(DEPTHS[fmt])`` (3 for BF16, 4 for FP32).
 
     Attributes
     ----------
@@ -111,20 +163,37 @@ class FpAdd(wiring.Component):
         Operand bit patterns.
     sub : In(1)
         ``1`` computes ``a - b`` (the sign of ``b`` is flipped), ``0`` computes ``a + b``.
+    load : In(stages)
+        Only when ``stages > 0``: bit ``j`` loads the registers of stage ``j``.
     y : Out(fmt.width)
-        Result bit pattern.
+        Result bit pattern, ``stages`` cycles after its operands.
     params : dict
-        ``{"fmt": name}``.
+        ``{"fmt": name}``, plus ``"stages"`` when it is not 0.
     """
 
-    def __init__(self, fmt):
+    #: Candidate cut points in dataflow order.
+    CUT_POINTS = ("swap", "align", "add", "lzc", "norm")
+    #: Active cut points per format and depth.
+    DEPTHS = {
+        "bf16": {1: ("align",), 2: ("align", "add"), 3: ("swap", "align", "lzc")},
+        "fp32": {1: ("add",), 2: ("align", "lzc"), 3: ("align", "add", "lzc"),
+                 4: ("swap", "align", "add", "lzc")},
+    }
+
+    def __init__(self, fmt, stages: int = 0):
         self.fmt = _format(fmt)
-        self.params = {"fmt": self.fmt.name}
+        self.cuts = depth_cuts(self.DEPTHS[self.fmt.name], stages, f"FpAdd({self.fmt.name})")
+        self.stages = stages
+        self.params = with_stages({"fmt": self.fmt.name}, stages)
         w = self.fmt.width
-        super().__init__({"a": In(w), "b": In(w), "sub": In(1), "y": Out(w)})
+        ports = {"a": In(w), "b": In(w), "sub": In(1), "y": Out(w)}
+        if stages:
+            ports["load"] = In(stages)
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
+        st = Stages(m, self.CUT_POINTS, self.cuts, self.load if self.stages else None)
         f = self.fmt
         man, ew = f.man_bits, f.exp_bits
         a = _Unpacked(m, f, self.a, "a")
@@ -136,6 +205,12 @@ class FpAdd(wiring.Component):
         y_mag = _wire(m, Mux(swap, a.mag, b.mag), "y_mag")
         x_sign = _wire(m, Mux(swap, b.sign, a.sign), "x_sign")
         eff_sub = _wire(m, a.sign ^ b.sign, "eff_sub")
+        # Special operands are settled here and carried to the output select.
+        nan = a.is_nan | b.is_nan | (a.is_inf & b.is_inf & eff_sub)
+        inf = a.is_inf | b.is_inf
+        zero_sign = a.sign & b.sign          # the sign of an exact zero sum
+        x_mag, y_mag, x_sign, eff_sub, nan, inf, zero_sign = st.cut(
+            "swap", x_mag, y_mag, x_sign, eff_sub, nan=nan, inf=inf, zero_sign=zero_sign)
         x_sig, x_e = _fields(m, f, x_mag, "x")
         y_sig, y_e = _fields(m, f, y_mag, "y")
 
@@ -147,66 +222,119 @@ class FpAdd(wiring.Component):
         shifted = _wire(m, Cat(Const(0, low + 3), y_sig) >> dist_c, "y_shifted")
         y_al = _wire(m, Cat(shifted[low] | shifted[:low].any(), shifted[low + 1:low + man + 4]),
                      "y_al")
+        x_sig, y_al, x_e, x_sign, eff_sub, nan, inf, zero_sign = st.cut(
+            "align", x_sig, y_al, x_e, x_sign, eff_sub, nan=nan, inf=inf, zero_sign=zero_sign)
         x_al = Cat(Const(0, 3), x_sig)
 
         # One adder for both: x - y = x + ~y + 1, whose carry out (always 1, |x| >= |y|) is dropped.
-        raw = x_al + (y_al ^ eff_sub.replicate(man + 4)) + eff_sub
+        if self.stages:
+            raw = _add(x_al, y_al ^ eff_sub.replicate(man + 4), eff_sub, 2)
+        else:
+            raw = x_al + (y_al ^ eff_sub.replicate(man + 4)) + eff_sub
         # s: man + 5 bits, the sum is s * 2**(x_e - bias - man - 3)
         s = _wire(m, Cat(raw[:man + 4], raw[man + 4] & ~eff_sub), "s")
+        s, x_e, x_sign, nan, inf, zero_sign = st.cut(
+            "add", s, x_e, x_sign, nan=nan, inf=inf, zero_sign=zero_sign)
+        s_zero = s == 0
 
         # Normalise: leading one to the top bit, but never below the smallest exponent (then the
         # result is subnormal: top bit clear, exponent field 0).
         lz = _lzc(m, s)
         amount = _wire(m, Mux(lz > x_e, x_e[:len(lz)], lz), "amount")
+        s, amount, x_e, x_sign, nan, inf, zero_sign, s_zero = st.cut(
+            "lzc", s, amount, x_e, x_sign, nan=nan, inf=inf, zero_sign=zero_sign, s_zero=s_zero)
         norm = _wire(m, (s << amount)[:man + 5], "norm")
-        top = norm[man + 4]
         e_r = _wire(m, x_e + 1 - amount, "e_r")  # biased exponent of the top bit, <= exp_max
+        norm, e_r, x_sign, nan, inf, zero_sign, s_zero = st.cut(
+            "norm", norm, e_r, x_sign, nan=nan, inf=inf, zero_sign=zero_sign, s_zero=s_zero)
+        top = norm[man + 4]
         round_up = norm[3] & (norm[:3].any() | norm[4])  # guard & (sticky | lsb)
-        packed = Cat(norm[4:man + 4], Mux(top, e_r[:ew], 0)) + round_up
+        if self.stages:
+            packed = _add(Cat(norm[4:man + 4], Mux(top, e_r[:ew], 0)), 0, round_up, 2)
+        else:
+            packed = Cat(norm[4:man + 4], Mux(top, e_r[:ew], 0)) + round_up
         overflow = top & (e_r == f.exp_max)
+        st.done()
 
         inf_mag = Const(f.inf_bits, man + ew)
-        with m.If(a.is_nan | b.is_nan | (a.is_inf & b.is_inf & eff_sub)):
+        with m.If(nan):
             m.d.comb += self.y.eq(f.qnan_bits)
-        with m.Elif(a.is_inf | b.is_inf | overflow):
+        with m.Elif(inf | overflow):
             m.d.comb += self.y.eq(Cat(inf_mag, x_sign))
-        with m.Elif(s == 0):
-            m.d.comb += self.y.eq(Cat(Const(0, man + ew), a.sign & b.sign))
+        with m.Elif(s_zero):
+            m.d.comb += self.y.eq(Cat(Const(0, man + ew), zero_sign))
         with m.Else():
             m.d.comb += self.y.eq(Cat(packed[:man + ew], x_sign))
         return m
 
 
 class FpMul(wiring.Component):
-    """IEEE-754 multiply, combinational, bit-exact with ``golden.fparith.fp_mul``.
+    """IEEE-754 multiply, bit-exact with ``golden.fparith.fp_mul``.
 
     Round to nearest even with subnormal inputs and outputs; the sign is the XOR of the operand
     signs (zeros and underflow to zero included); overflow gives a signed inf; ``0 * inf`` and
     NaN operands give the canonical quiet NaN.
 
+    Combinational by default. With ``stages = k > 0`` it has ``k`` register stages
+    (:mod:`~memwall.hdl.common.pipeline`) and a latency of ``k`` cycles. Cut points, in
+    dataflow order (:attr:`CUT_POINTS`):
+
+    * ``partial``: inside the multiplier: the significand product as two partial products
+      (``a`` times the low and the high half of ``b``), added after the cut;
+    * ``product``: after the significand product;
+    * ``lzc``: after the leading-zero count and the left shift amount;
+    * ``shift``: after the normalisation shifts and the sticky bit, before rounding.
+
+    In the pipelined block the exponent sum and the right shift amount are worked out beside
+    the multiplier, the result exponent after the ``lzc`` cut, and the partial-product sum and
+    the rounding increment are carry-select adders (:func:`_add`). Active cuts per depth
+    (:attr:`DEPTHS`), chosen from ``benchmarks/fp_stages.py --search`` on ASAP7 at 1 GHz
+    (``reports/fp_stages.md``):
+
+    * ``bf16``: 1 ``lzc``; 2 ``partial, lzc``; 3 ``partial, lzc, shift``.
+    * ``fp32``: 1 ``product``; 2 ``partial, lzc``; 3 ``partial, product, shift``.
+
     Parameters
     ----------
     fmt : FloatFormat or str
         ``BF16``/``"bf16"`` or ``FP32``/``"fp32"``.
+    stages : int
+        Pipeline register stages, ``0 .. max(DEPTHS[fmt])`` (3).
 
     Attributes
     ----------
     a, b : In(fmt.width)
         Operand bit patterns.
+    load : In(stages)
+        Only when ``stages > 0``: bit ``j`` loads the registers of stage ``j``.
     y : Out(fmt.width)
-        Result bit pattern.
+        Result bit pattern, ``stages`` cycles after its operands.
     params : dict
-        ``{"fmt": name}``.
+        ``{"fmt": name}``, plus ``"stages"`` when it is not 0.
     """
 
-    def __init__(self, fmt):
+    #: Candidate cut points in dataflow order.
+    CUT_POINTS = ("partial", "product", "lzc", "shift")
+    #: Active cut points per format and depth.
+    DEPTHS = {
+        "bf16": {1: ("lzc",), 2: ("partial", "lzc"), 3: ("partial", "lzc", "shift")},
+        "fp32": {1: ("product",), 2: ("partial", "lzc"), 3: ("partial", "product", "shift")},
+    }
+
+    def __init__(self, fmt, stages: int = 0):
         self.fmt = _format(fmt)
-        self.params = {"fmt": self.fmt.name}
+        self.cuts = depth_cuts(self.DEPTHS[self.fmt.name], stages, f"FpMul({self.fmt.name})")
+        self.stages = stages
+        self.params = with_stages({"fmt": self.fmt.name}, stages)
         w = self.fmt.width
-        super().__init__({"a": In(w), "b": In(w), "y": Out(w)})
+        ports = {"a": In(w), "b": In(w), "y": Out(w)}
+        if stages:
+            ports["load"] = In(stages)
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
+        st = Stages(m, self.CUT_POINTS, self.cuts, self.load if self.stages else None)
         f = self.fmt
         man, ew = f.man_bits, f.exp_bits
         pw = 2 * man + 2  # product width
@@ -215,68 +343,138 @@ class FpMul(wiring.Component):
         sign = a.sign ^ b.sign
         a_sig, a_e = _fields(m, f, a.mag, "a")
         b_sig, b_e = _fields(m, f, b.mag, "b")
+        # Special operands are settled here and carried to the output select.
+        nan = a.is_nan | b.is_nan | (a.is_inf & b.is_zero) | (b.is_inf & a.is_zero)
+        inf = a.is_inf | b.is_inf
 
         # value = prod * 2**(a_e + b_e - 2*bias - 2*man); after a left shift by L the top bit
         # (pw - 1) has biased exponent sh + 1 - L with sh = a_e + b_e - bias.
-        prod = _wire(m, a_sig * b_sig, "prod")
-        sh = _wire(m, (a_e + b_e - f.bias).as_signed(), "sh")
-        lz = _lzc(m, prod)  # unspecified for prod == 0, which gives 0 whatever the shift
-        neg = sh < 0
-        left = _wire(m, Mux(neg, 0, Mux(sh < lz, sh[:len(lz)], lz)), "left")
-        e_r = _wire(m, sh + 1 - left, "e_r")  # top bit's biased exponent (if the top bit is set)
-        # sh < 0: the result is subnormal; shift right by -sh, collecting a sticky bit. From
-        # man + 2 on, the top bit is below the guard bit and the result is 0: clamp there.
-        right = _wire(m, Mux(neg, Mux(-sh > man + 2, man + 2, (-sh)[:bits_for(man + 2)]), 0),
-                      "right")
+        if self.stages:
+            prod, left, right, e_r, sign, nan, inf = self._pipelined_product(
+                m, st, a_sig, a_e, b_sig, b_e, sign, nan, inf)
+        else:
+            prod = _wire(m, a_sig * b_sig, "prod")
+            sh = _wire(m, (a_e + b_e - f.bias).as_signed(), "sh")
+            lz = _lzc(m, prod)  # unspecified for prod == 0, which gives 0 whatever the shift
+            neg = sh < 0
+            left = _wire(m, Mux(neg, 0, Mux(sh < lz, sh[:len(lz)], lz)), "left")
+            e_r = _wire(m, sh + 1 - left, "e_r")  # top bit's biased exponent (if it is set)
+            # sh < 0: the result is subnormal; shift right by -sh, collecting a sticky bit. From
+            # man + 2 on, the top bit is below the guard bit and the result is 0: clamp there.
+            right = _wire(m, Mux(neg, Mux(-sh > man + 2, man + 2, (-sh)[:bits_for(man + 2)]),
+                                 0), "right")
         shifted = _wire(m, Cat(Const(0, man + 2), (prod << left)[:pw]) >> right, "shifted")
         norm = shifted[man + 2:]
-        top = norm[pw - 1]
         sticky = norm[:man].any() | shifted[:man + 2].any()
+        if st.active("shift"):
+            # Only the guard bit and above are kept; the bits below are in the sticky bit.
+            e_r, kept, sticky, sign, nan, inf = st.cut(
+                "shift", e_r, kept=norm[man:], sticky=sticky, sign=sign, nan=nan, inf=inf)
+            norm = Cat(Const(0, man), kept)
+        top = norm[pw - 1]
         round_up = norm[man] & (sticky | norm[man + 1])  # guard & (sticky | lsb)
-        packed = Cat(norm[man + 1:pw - 1], Mux(top, e_r[:ew], 0)) + round_up
+        if self.stages:
+            packed = _add(Cat(norm[man + 1:pw - 1], Mux(top, e_r[:ew], 0)), 0, round_up, 2)
+        else:
+            packed = Cat(norm[man + 1:pw - 1], Mux(top, e_r[:ew], 0)) + round_up
         overflow = top & (e_r >= f.exp_max)
+        st.done()
 
         inf_mag = Const(f.inf_bits, man + ew)
-        with m.If(a.is_nan | b.is_nan | (a.is_inf & b.is_zero) | (b.is_inf & a.is_zero)):
+        with m.If(nan):
             m.d.comb += self.y.eq(f.qnan_bits)
-        with m.Elif(a.is_inf | b.is_inf | overflow):
+        with m.Elif(inf | overflow):
             m.d.comb += self.y.eq(Cat(inf_mag, sign))
         with m.Else():
             m.d.comb += self.y.eq(Cat(packed[:man + ew], sign))
         return m
 
 
+    def _pipelined_product(self, m, st, a_sig, a_e, b_sig, b_e, sign, nan, inf):
+        """Product, exponent and shift amounts as the pipelined block computes them: as the
+        combinational one, with ``sh`` and the right shift (they depend on the exponents only)
+        beside the multiplier, ``e_r`` after the ``lzc`` cut, and carry-select adders."""
+        f = self.fmt
+        man, pw = f.man_bits, 2 * f.man_bits + 2
+        sh = _wire(m, (a_e + b_e - f.bias).as_signed(), "sh")
+        right = _wire(m, Mux(sh < 0, Mux(-sh > man + 2, man + 2, (-sh)[:bits_for(man + 2)]), 0),
+                      "right")
+        if st.active("partial"):
+            half = (man + 1) // 2
+            sh, right, lo, hi, sign, nan, inf = st.cut(
+                "partial", sh, right, lo=a_sig * b_sig[:half], hi=a_sig * b_sig[half:],
+                sign=sign, nan=nan, inf=inf)
+            prod = _wire(m, _add(lo, hi << half, 0, 4)[:pw], "prod")
+        else:
+            prod = _wire(m, a_sig * b_sig, "prod")
+        prod, sh, right, sign, nan, inf = st.cut("product", prod, sh, right, sign=sign, nan=nan,
+                                                 inf=inf)
+        lz = _lzc(m, prod)
+        left = _wire(m, Mux(sh < 0, 0, Mux(sh < lz, sh[:len(lz)], lz)), "left")
+        prod, sh, left, right, sign, nan, inf = st.cut("lzc", prod, sh, left, right, sign=sign,
+                                                       nan=nan, inf=inf)
+        e_r = _wire(m, sh + 1 - left, "e_r")
+        return prod, left, right, e_r, sign, nan, inf
+
+
 class Fp32ToBf16(wiring.Component):
-    """FP32 -> BF16 rounding, combinational, bit-exact with ``golden.fparith.fp32_to_bf16``.
+    """FP32 -> BF16 rounding, bit-exact with ``golden.fparith.fp32_to_bf16``.
 
     Round to nearest even on the dropped 16 fraction bits, so FP32 values below BF16's normal
     range become BF16 subnormals, overflow gives a signed inf, and every NaN becomes
     ``BF16.qnan_bits``.
 
+    Combinational by default. With ``stages = 1`` it has one register stage
+    (:mod:`~memwall.hdl.common.pipeline`) and a latency of one cycle. Cut points
+    (:attr:`CUT_POINTS`): ``detect`` (after the NaN test and the round-up bit), ``round``
+    (after the increment, before the NaN select). Active cuts per depth (:attr:`DEPTHS`),
+    from ``benchmarks/fp_stages.py --search`` on ASAP7 at 1 GHz (``reports/fp_stages.md``):
+    1 ``round``. The block meets 1 GHz combinationally there; the stage is for latency
+    alignment, not timing.
+
+    Parameters
+    ----------
+    stages : int
+        Pipeline register stages, ``0 .. max(DEPTHS)`` (1).
+
     Attributes
     ----------
     a : In(32)
         FP32 bit pattern.
+    load : In(stages)
+        Only when ``stages > 0``: bit ``j`` loads the registers of stage ``j``.
     y : Out(16)
-        BF16 bit pattern.
+        BF16 bit pattern, ``stages`` cycles after ``a``.
     params : dict
-        ``{}`` (no parameters).
+        ``{}``, or ``{"stages": k}`` when pipelined.
     """
 
-    a: In(32)
-    y: Out(16)
+    #: Candidate cut points in dataflow order.
+    CUT_POINTS = ("detect", "round")
+    #: Active cut points per depth.
+    DEPTHS = {1: ("round",)}
 
-    def __init__(self):
-        self.params = {}
-        super().__init__()
+    def __init__(self, stages: int = 0):
+        self.cuts = depth_cuts(self.DEPTHS, stages, "Fp32ToBf16")
+        self.stages = stages
+        self.params = with_stages({}, stages)
+        ports = {"a": In(32), "y": Out(16)}
+        if stages:
+            ports["load"] = In(stages)
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
+        st = Stages(m, self.CUT_POINTS, self.cuts, self.load if self.stages else None)
         a = self.a
         is_nan = (a[23:31] == 0xFF) & a[:23].any()
         round_up = a[15] & (a[:15].any() | a[16])
-        rounded = a[16:31] + round_up  # a carry into the exponent is the right answer
-        m.d.comb += self.y.eq(Mux(is_nan, BF16.qnan_bits, Cat(rounded[:15], a[31])))
+        mag, sign, round_up, is_nan = st.cut("detect", mag=a[16:31], sign=a[31],
+                                             round_up=round_up, is_nan=is_nan)
+        rounded = mag + round_up  # a carry into the exponent is the right answer
+        rounded, sign, is_nan = st.cut("round", rounded=rounded, sign=sign, is_nan=is_nan)
+        st.done()
+        m.d.comb += self.y.eq(Mux(is_nan, BF16.qnan_bits, Cat(rounded[:15], sign)))
         return m
 
 

@@ -1,4 +1,4 @@
-"""Combinational BF16 ``exp(x)`` and ``1/x``, bit-exact with :mod:`memwall.golden.transcendental`.
+"""BF16 ``exp(x)`` and ``1/x``, bit-exact with :mod:`memwall.golden.transcendental`.
 
 One of each sits in every vector lane, so both are sized for area. ``Bf16Recip`` is a 128 x 9
 ROM, a 2-way input normaliser and a 2-position output denormaliser. ``Bf16Exp`` is a
@@ -10,6 +10,9 @@ Yosys generic-gate estimates (``synth -flatten; abc -g cmos2; stat -tech cmos``,
 0.23): ``Bf16Exp`` about 5100 transistors, ``Bf16Recip`` about 2300; ``FpMul("bf16")`` is about
 6400 for comparison. The exp widths were picked from an exhaustive sweep of accuracy against
 this area figure (see ``Bf16Exp``).
+
+Both are combinational by default; ``stages=k`` places ``k`` register stages at named cut points
+of the same datapath (:mod:`memwall.hdl.common.pipeline`).
 """
 
 # No `from __future__ import annotations`: wiring.Component reads the port annotations as
@@ -28,6 +31,8 @@ from memwall.golden.transcendental import (
     recip_table,
 )
 
+from .pipeline import Stages, depth_cuts, with_stages
+
 __all__ = ["Bf16Exp", "Bf16Recip"]
 
 
@@ -43,7 +48,7 @@ def _mul_log2e(x: Value) -> Value:
 
 
 class Bf16Exp(wiring.Component):
-    """BF16 ``e**x``, combinational, bit-exact with ``golden.transcendental.bf16_exp``.
+    """BF16 ``e**x``, bit-exact with ``golden.transcendental.bf16_exp``.
 
     The block works out ``t = x * log2(e)`` in fixed point and splits it into ``n + f``.
     ``2**f`` is a linear interpolation between ``2**T`` table points, and the result is
@@ -67,41 +72,81 @@ class Bf16Exp(wiring.Component):
       below 2.2 * 2**-12 (5.2e-4).
     * ``table_frac_bits = 12``: 5 bits below the output ulp of 2**-7.
 
+    Combinational by default. With ``stages = k > 0`` it has ``k`` register stages
+    (:mod:`~memwall.hdl.common.pipeline`) and a latency of ``k`` cycles. Cut points, in
+    dataflow order (:attr:`CUT_POINTS`):
+
+    * ``product``: after the constant multiplier ``|x| * log2(e)``;
+    * ``fixed``: after the exponent shift into fixed point and the split ``t = n + f``;
+    * ``rom``: after the table lookup of base and slope;
+    * ``interp``: after the interpolation and the result exponent, before the special select.
+
+    Active cuts per depth (:attr:`DEPTHS`), chosen from ``benchmarks/fp_stages.py --search``
+    on ASAP7 at 1 GHz (``reports/fp_stages.md``): 1 ``fixed``; 2 ``product, rom``;
+    3 ``product, rom, interp``.
+
     Parameters
     ----------
     params : dict, optional
         Datapath widths, keys as :data:`~memwall.golden.transcendental.EXP_PARAMS` (the
-        default). They are validated, and ``ValueError`` names the bad key.
+        default). They are validated, and ``ValueError`` names the bad key. A ``"stages"`` key
+        (as in the ``params`` of a pipelined block) is taken as ``stages``.
+    stages : int
+        Pipeline register stages, ``0 .. max(DEPTHS)`` (3).
 
     Attributes
     ----------
     a : In(16)
         BF16 input bit pattern.
+    load : In(stages)
+        Only when ``stages > 0``: bit ``j`` loads the registers of stage ``j``.
     y : Out(16)
-        BF16 bit pattern of ``e**a``.
+        BF16 bit pattern of ``e**a``, ``stages`` cycles after ``a``.
     params : dict
-        The datapath widths (JSON-serialisable), for module deduplication.
+        The datapath widths (JSON-serialisable), plus ``"stages"`` when it is not 0, for
+        module deduplication.
     """
 
-    a: In(16)
-    y: Out(16)
+    #: Candidate cut points in dataflow order.
+    CUT_POINTS = ("product", "fixed", "rom", "interp")
+    #: Active cut points per depth.
+    DEPTHS = {1: ("fixed",), 2: ("product", "rom"), 3: ("product", "rom", "interp")}
 
-    def __init__(self, params: dict | None = None):
+    def __init__(self, params: dict | None = None, stages: int = 0):
+        if params is not None and "stages" in params:
+            params = dict(params)
+            given = params.pop("stages")
+            if stages and stages != given:
+                raise ValueError(f"Bf16Exp: stages={stages!r} disagrees with params['stages']"
+                                 f"={given!r}")
+            stages = given
         self._tables = exp_tables(params)   # validates the keys and ranges
-        self.params = self._tables.p
-        super().__init__()
+        self.cuts = depth_cuts(self.DEPTHS, stages, "Bf16Exp")
+        self.stages = stages
+        self.params = with_stages(self._tables.p, stages)
+        ports = {"a": In(16), "y": Out(16)}
+        if stages:
+            ports["load"] = In(stages)
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
-        p, tb = self.params, self._tables
+        st = Stages(m, self.CUT_POINTS, self.cuts, self.load if self.stages else None)
+        p, tb = self._tables.p, self._tables
         fb, t, r, w = p["t_frac_bits"], p["table_bits"], p["interp_bits"], p["table_frac_bits"]
         sign, exp, frac = self.a[15], self.a[7:15], self.a[:7]
+        # Special inputs are settled here and carried to the output select.
+        nan = (exp == 0xFF) & frac.any()
+        big = exp > EXP_E_HI                               # |x| >= 128 and ±inf
+        tiny = exp < EXP_E_LO                              # |x| < 2**-9: e**x rounds to 1
 
         # |t| = 1.frac * 2**(exp - 127) * log2(e): the 8-bit significand times C, then moved by
         # the exponent. Only exp in 118..133 matters (the rest are specials), so the shift is
         # 4 bits. |t| < 185 has 8 integer bits; keep F fraction bits.
         prod = _mul_log2e(Cat(frac, Const(1, 1)))
         sh = (exp[:4] + (16 - EXP_E_LO % 16))[:4]          # (exp - 118) mod 16
+        prod, sh, sign, nan, big, tiny = st.cut("product", prod=prod, sh=sh, sign=sign, nan=nan,
+                                                big=big, tiny=tiny)
         lo = LOG2E_FRAC_BITS + 16 - fb
         t_abs = (prod << sh)[lo:lo + 8 + fb]
         # t = n + f, f in [0, 1). For x < 0 take the one's complement (-|t| - 2**-F): like the
@@ -111,6 +156,8 @@ class Bf16Exp(wiring.Component):
         f = t_fix[:fb]
         seg = f[fb - t:]
         rr = f[fb - t - r:fb - t]
+        n, seg, rr, sign, nan, big, tiny = st.cut("fixed", n=n, seg=seg, rr=rr, sign=sign,
+                                                  nan=nan, big=big, tiny=tiny)
 
         # 2**f - 1 = base[seg] + slope[seg] * r. A case ROM keeps the block combinational.
         base = Signal(max(tb.base).bit_length())
@@ -119,17 +166,22 @@ class Bf16Exp(wiring.Component):
             for i in range(1 << t):
                 with m.Case(i):
                     m.d.comb += [base.eq(tb.base[i]), slope.eq(tb.slope[i])]
+        base, slope, rr, n, sign, nan, big, tiny = st.cut(
+            "rom", base, slope, rr=rr, n=n, sign=sign, nan=nan, big=big, tiny=tiny)
         pv = (base + ((slope * rr) >> tb.prod_shift))[:w + 1]
         # base holds the half-ulp rounding offset, so the rounding is a plain truncation.
         # q = 128 is 2**f rounded up to 2.0: fraction 0 and a carry into the exponent.
         q = pv[w - 7:w + 1]
         be = (n + BF16.bias + q[7]).as_signed()
+        q, be, sign, nan, big, tiny = st.cut("interp", q=q, be=be, sign=sign, nan=nan, big=big,
+                                             tiny=tiny)
+        st.done()
 
-        with m.If((exp == 0xFF) & frac.any()):
+        with m.If(nan):
             m.d.comb += self.y.eq(BF16.qnan_bits)
-        with m.Elif(exp > EXP_E_HI):                       # |x| >= 128 and ±inf
+        with m.Elif(big):
             m.d.comb += self.y.eq(Mux(sign, 0, BF16.inf_bits))
-        with m.Elif(exp < EXP_E_LO):                       # |x| < 2**-9: e**x rounds to 1
+        with m.Elif(tiny):
             m.d.comb += self.y.eq(BF16.bias << BF16.man_bits)
         with m.Elif(be >= BF16.exp_max):
             m.d.comb += self.y.eq(BF16.inf_bits)
@@ -141,7 +193,7 @@ class Bf16Exp(wiring.Component):
 
 
 class Bf16Recip(wiring.Component):
-    """BF16 ``1/x``, combinational, bit-exact with ``golden.transcendental.bf16_recip``.
+    """BF16 ``1/x``, bit-exact with ``golden.transcendental.bf16_recip``.
 
     Correctly rounded (RNE) for every input, subnormals included. BF16 has a 7-bit fraction,
     so ``1/m`` fits one 128-entry ROM of correctly rounded 8-bit significands. Each entry also
@@ -149,25 +201,48 @@ class Bf16Recip(wiring.Component):
     rounded a second time exactly. A subnormal input is normalised by a 1- or 2-bit shift;
     smaller inputs overflow. ``±0 -> ±inf``, ``±inf -> ±0``, NaN -> ``0x7FC0``.
 
+    Combinational by default. With ``stages = k > 0`` it has ``k`` register stages
+    (:mod:`~memwall.hdl.common.pipeline`) and a latency of ``k`` cycles. Cut points, in
+    dataflow order (:attr:`CUT_POINTS`): ``rom`` (after the input normaliser and the table
+    lookup), ``round`` (after the result exponent and the subnormal roundings, before the
+    result select). Active cuts per depth (:attr:`DEPTHS`), chosen from
+    ``benchmarks/fp_stages.py --search`` on ASAP7 at 1 GHz (``reports/fp_stages.md``):
+    1 ``rom`` (a second stage gains nothing there).
+
+    Parameters
+    ----------
+    stages : int
+        Pipeline register stages, ``0 .. max(DEPTHS)`` (1).
+
     Attributes
     ----------
     a : In(16)
         BF16 input bit pattern.
+    load : In(stages)
+        Only when ``stages > 0``: bit ``j`` loads the registers of stage ``j``.
     y : Out(16)
-        BF16 bit pattern of ``1/a``.
+        BF16 bit pattern of ``1/a``, ``stages`` cycles after ``a``.
     params : dict
-        ``{}`` (no parameters).
+        ``{}``, or ``{"stages": k}`` when pipelined.
     """
 
-    a: In(16)
-    y: Out(16)
+    #: Candidate cut points in dataflow order.
+    CUT_POINTS = ("rom", "round")
+    #: Active cut points per depth.
+    DEPTHS = {1: ("rom",)}
 
-    def __init__(self):
-        self.params = {}
-        super().__init__()
+    def __init__(self, stages: int = 0):
+        self.cuts = depth_cuts(self.DEPTHS, stages, "Bf16Recip")
+        self.stages = stages
+        self.params = with_stages({}, stages)
+        ports = {"a": In(16), "y": Out(16)}
+        if stages:
+            ports["load"] = In(stages)
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
+        st = Stages(m, self.CUT_POINTS, self.cuts, self.load if self.stages else None)
         sign, exp, frac = self.a[15], self.a[7:15], self.a[:7]
         sub = exp == 0
         # Subnormal input: leading one at bit 6 (value 1.f' * 2**-127, as if exp were 0) or
@@ -175,12 +250,18 @@ class Bf16Recip(wiring.Component):
         idx = Mux(sub, Mux(frac[6], Cat(Const(0, 1), frac[:6]), Cat(Const(0, 2), frac[:5])),
                   frac)
         e_eff = Mux(sub, Mux(frac[6], 0, -1), exp)         # signed, -1..254
+        # Special inputs are settled here and carried to the output select.
+        inf_in = exp == 0xFF
+        huge = sub & ~frac[5:].any()                       # ±0 and |x| < 2**-128
+        nan = (exp == 0xFF) & frac.any()
 
         entry = Signal(9)
         with m.Switch(idx):
             for i, v in enumerate(recip_table()):
                 with m.Case(i):
                     m.d.comb += entry.eq(v)
+        entry, e_eff, sign, inf_in, huge, nan = st.cut(
+            "rom", entry, e_eff=e_eff, sign=sign, inf_in=inf_in, huge=huge, nan=nan)
         q8 = Cat(entry[:7], Const(1, 1))
         down = entry[7]
         be = (253 - e_eff + entry[8]).as_signed()          # -1..255
@@ -189,18 +270,23 @@ class Bf16Recip(wiring.Component):
         # nearest. q8 is never exact there, so with the stored direction there are no ties.
         sub1 = q8[1:] + (q8[0] & down)
         sub2 = q8[2:] + ((q8[:2] == 3) | ((q8[:2] == 2) & down))
+        frac_r = entry[:7]
+        frac_r, be, sub1, sub2, sign, inf_in, huge, nan = st.cut(
+            "round", frac_r=frac_r, be=be, sub1=sub1, sub2=sub2, sign=sign, inf_in=inf_in,
+            huge=huge, nan=nan)
+        st.done()
         mag = Signal(15)
-        with m.If(exp == 0xFF):
+        with m.If(inf_in):
             m.d.comb += mag.eq(0)                          # 1/±inf (NaN replaced below)
-        with m.Elif(sub & ~frac[5:].any()):
+        with m.Elif(huge):
             m.d.comb += mag.eq(BF16.inf_bits)              # ±0 and |x| < 2**-128
         with m.Elif(be >= BF16.exp_max):
             m.d.comb += mag.eq(BF16.inf_bits)              # |x| == 2**-128
         with m.Elif(be >= 1):
-            m.d.comb += mag.eq(Cat(entry[:7], be[:8]))
+            m.d.comb += mag.eq(Cat(frac_r, be[:8]))
         with m.Elif(be == 0):
             m.d.comb += mag.eq(sub1)
         with m.Else():
             m.d.comb += mag.eq(sub2)
-        m.d.comb += self.y.eq(Mux((exp == 0xFF) & frac.any(), BF16.qnan_bits, Cat(mag, sign)))
+        m.d.comb += self.y.eq(Mux(nan, BF16.qnan_bits, Cat(mag, sign)))
         return m
