@@ -481,7 +481,7 @@ def model_trace(cfg: ShieldConfig | Any, trace: Trace) -> dict[str, Any]:
         undefined.update(dict.fromkeys(("kv_fraction", "paper.kv_fraction"),
                                        "no word is live at any time of the trace"))
     return {
-        "undefined": undefined,
+        **({"undefined": undefined} if undefined else {}),
         "config": getattr(cfg, "name", None),
         "cycles": cycles,
         "duration_us": duration,
