@@ -54,7 +54,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from memwall.files import write_json_atomic
+from memwall.files import write_json_atomic, write_text_atomic
 from memwall.progress import Progress, plain_progress
 
 from .flow import FlowError
@@ -203,13 +203,7 @@ def lite_liberty(src: Path, dst: Path) -> Path:
     except LibertyError as exc:
         raise FlowError(f"{src}: {exc}") from None
     stamp.unlink(missing_ok=True)   # no stamp can vouch for a half-replaced dst
-    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, dst)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_text_atomic(dst, text)
     stamp.write_text(source)
     return dst
 

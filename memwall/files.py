@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_json_atomic", "dumps_json", "standard_json"]
+__all__ = ["write_text_atomic", "write_json_atomic", "dumps_json", "standard_json"]
 
 
 def standard_json(data: Any, _path: str = "", _undefined: dict | None = None) -> Any:
@@ -46,10 +46,10 @@ def dumps_json(data: Any, *, indent: int | None = None) -> str:
     return json.dumps(standard_json(data), indent=indent, sort_keys=True, allow_nan=False)
 
 
-def write_json_atomic(path, data, *, indent: int | None = 2) -> Path:
-    """Write ``data`` as sorted, standard JSON through a temporary file renamed over ``path``."""
+def write_text_atomic(path, text: str) -> Path:
+    """Write ``text`` through a temporary file renamed over ``path``; on any error or
+    interrupt the temporary file goes and ``path`` keeps its old content."""
     path = Path(path)
-    text = dumps_json(data, indent=indent) + "\n"   # before the file: a bad value writes nothing
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")   # unique per writing process
     try:
         tmp.write_text(text)
@@ -58,3 +58,9 @@ def write_json_atomic(path, data, *, indent: int | None = 2) -> Path:
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def write_json_atomic(path, data, *, indent: int | None = 2) -> Path:
+    """Write ``data`` as sorted, standard JSON through a temporary file renamed over ``path``."""
+    text = dumps_json(data, indent=indent) + "\n"   # before the file: a bad value writes nothing
+    return write_text_atomic(path, text)
