@@ -150,18 +150,23 @@ def test_real_pdk_and_fake_root_differ(tmp_path, monkeypatch):
     assert find_pdk("sky130hd", cache_root=cache) == real_pdk
 
 
+def _gz(data: bytes) -> bytes:
+    """gzip with a fixed header time: test ids (and xdist's collection) must not vary."""
+    return gzip.compress(data, mtime=0)
+
+
 @pytest.mark.parametrize("data, fault", [
-    (gzip.compress(liberty_text("nounit", time_unit=None).encode()), "no time_unit"),
-    (gzip.compress(liberty_text("x").encode())[:-40], "truncated or corrupt gzip"),
-    (gzip.compress(liberty_text("x").encode())[:30], "truncated or corrupt gzip"),
-    (gzip.compress(liberty_text("x").encode()[:-60]), "unbalanced braces"),
-    (gzip.compress(liberty_text("x", time_unit='"1 fortnight"').encode()), "time_unit"),
-    (gzip.compress(b"library (empty) {\n  time_unit : \"1ps\";\n}\n"), "no cells"),
-    (gzip.compress(b"cell (x) { }\n"), "not a Liberty library"),
-    (gzip.compress(b"library (x\n"), "not a usable Liberty library"),
-    (gzip.compress(b"\x00\x01\x02binary"), "NUL bytes"),
+    (_gz(liberty_text("nounit", time_unit=None).encode()), "no time_unit"),
+    (_gz(liberty_text("x").encode())[:-40], "truncated or corrupt gzip"),
+    (_gz(liberty_text("x").encode())[:30], "truncated or corrupt gzip"),
+    (_gz(liberty_text("x").encode()[:-60]), "unbalanced braces"),
+    (_gz(liberty_text("x", time_unit='"1 fortnight"').encode()), "time_unit"),
+    (_gz(b"library (empty) {\n  time_unit : \"1ps\";\n}\n"), "no cells"),
+    (_gz(b"cell (x) { }\n"), "not a Liberty library"),
+    (_gz(b"library (x\n"), "not a usable Liberty library"),
+    (_gz(b"\x00\x01\x02binary"), "NUL bytes"),
     (b"", "not a usable Liberty library"),
-])
+], ids=lambda v: v if isinstance(v, str) else "data")
 def test_bad_sources_are_refused(tmp_path, monkeypatch, data, fault):
     cache = tmp_path / "cache"
     use_root(monkeypatch, fake_root(tmp_path, "bad", {AO: data}))
