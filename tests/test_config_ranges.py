@@ -210,3 +210,10 @@ def test_test_family_config_loads():
         cfg = TINYACC.TinyAccConfig(name=path.stem, **raw)
         for name, f in _fields(TINYACC.TinyAccConfig).items():
             assert f.metadata["check"](getattr(cfg, name)) is None
+
+
+def test_readme_states_the_benchmarks_budget():
+    """README's "(4 GiB, 5 min)" is the budget benchmarks/config_ranges.py measures against."""
+    readme = (ROOT / "README.md").read_text()
+    budget = f"({BENCH.BUDGET_MIB // 1024} GiB, {BENCH.BUDGET_S // 60} min)"
+    assert f"budget stated in each config class {budget}" in " ".join(readme.split())
