@@ -36,6 +36,7 @@ from memwall.hdl.common.transcendental import Bf16Exp, Bf16Recip
 # Vector generators and the CXXRTL include path of the combinational tests (tests/ is on
 # sys.path under pytest's default import mode).
 from test_fparith import (  # noqa: I001
+    CXX_BIT_HELPERS,
     FP32_SPECIALS,
     _all_pairs,
     _biased_pairs,
@@ -353,14 +354,7 @@ _PIPE_DRIVER = r"""
 INCLUDES
 using namespace cxxrtl_design;
 
-static float f_of(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-static uint32_t u_of(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static uint16_t to_bf16(uint32_t u) {  // RNE, subnormals kept, canonical NaN
-  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-static uint32_t canon32(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : u; }
+BIT_HELPERS
 static uint64_t state = 0x2545F4914F6CDD1Dull;
 static uint64_t rnd() {
   state ^= state << 13; state ^= state >> 7; state ^= state << 17;
@@ -499,7 +493,8 @@ def test_pipelined_cxxrtl_bulk(tmp_path):
         calls.append(f'  bad += run<p_{cname}>("{name}", {k}, {width}, {count}ull, {pairs}ull, '
                      f"[](p_{cname}& d, const Op& o) {{ {' '.join(sets)} }});")
     (tmp_path / "driver.cc").write_text(_PIPE_DRIVER.replace("CALLS", "\n".join(calls))
-                                         .replace("INCLUDES", "\n".join(includes)))
+                                         .replace("INCLUDES", "\n".join(includes))
+                                         .replace("BIT_HELPERS", CXX_BIT_HELPERS))
     build = subprocess.run(["g++", "-O1", "-std=c++17", "-w", f"-I{include}", "driver.cc",
                             "-o", "driver"], cwd=tmp_path, capture_output=True, text=True)
     assert build.returncode == 0, build.stderr[-3000:]

@@ -594,6 +594,18 @@ def test_components_params_and_validation():
 # run takes every 61st first operand against all 65536 second operands (about 70 M vectors per
 # BF16 operation) and 5 M biased random FP32 pairs; MEMWALL_EXHAUSTIVE=1 takes all 2**32 BF16
 # pairs and every FP32 -> BF16 input (about 6 minutes on one core).
+#: Bit-level float helpers of the C++ drivers (here and in test_fp_pipeline.py).
+CXX_BIT_HELPERS = r"""
+static float f_of(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static uint32_t u_of(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static uint16_t to_bf16(uint32_t u) {  // RNE, subnormals kept, canonical NaN
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+static uint32_t canon32(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : u; }
+"""
+
 _CXX_DRIVER = r"""
 #include <cstdint>
 #include <cstdio>
@@ -616,14 +628,7 @@ _CXX_DRIVER = r"""
 #undef cxxrtl_design_create
 using namespace cxxrtl_design;
 
-static float f_of(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-static uint32_t u_of(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static uint16_t to_bf16(uint32_t u) {  // RNE, subnormals kept, canonical NaN
-  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-static uint32_t canon32(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : u; }
+BIT_HELPERS
 static uint64_t state = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd() {
   state ^= state << 13; state ^= state >> 7; state ^= state << 17;
@@ -731,7 +736,7 @@ def test_rtl_cxxrtl_bulk(tmp_path):
                         (f"read_rtlil {name}.il; hierarchy -top {name}; proc; flatten; opt; "
                          f"write_cxxrtl {name}.cc")], cwd=tmp_path, check=True,
                        capture_output=True)
-    (tmp_path / "driver.cc").write_text(_CXX_DRIVER)
+    (tmp_path / "driver.cc").write_text(_CXX_DRIVER.replace("BIT_HELPERS", CXX_BIT_HELPERS))
     subprocess.run(["g++", "-O2", "-std=c++17", "-w", f"-I{include}", "driver.cc", "-o", "driver"],
                    cwd=tmp_path, check=True, capture_output=True)
     print(f"CXXRTL build: {time.perf_counter() - t0:.1f} s")
