@@ -256,16 +256,20 @@ def reduce_max(bits, vlen: int):
     return reduce_max_idx(bits, vlen)[0]
 
 
-def reduce_sum(bits, vlen: int):
+def reduce_sum(bits, vlen: int, partials: int = 1):
     """Sum of BF16 vectors into FP32, in the reduction unit's order.
 
     The last axis (length ``N >= 1``) is processed in chunks of ``vlen`` lanes (a power of two).
     Lanes are widened exactly to FP32; the missing lanes of a partial last chunk are ``+0.0``
     (so a partial chunk of ``-0`` values sums to ``+0``). Within a chunk, a pairwise tree of FP32
     RNE adds (:func:`fp_add`): level 0 adds lanes ``(2i) + (2i+1)``, the next level adds those
-    sums ``(2i) + (2i+1)``, and so on. Across chunks, in order, ``acc = fp_add(acc, chunk_sum)``
-    with ``acc`` initialised to the first chunk's sum. NaN inputs or ``inf + (-inf)`` anywhere
-    give ``FP32.qnan_bits``.
+    sums ``(2i) + (2i+1)``, and so on. Across chunks, ``partials`` (``P``) interleaved running
+    sums: partial ``j`` is chunk ``j``'s sum, then ``acc_j = fp_add(acc_j, chunk_sum)`` for
+    chunks ``j + P, j + 2P, ...`` in order; the result folds the partials that exist (at most
+    the number of chunks) in order, ``((acc_0 + acc_1) + acc_2) + ...``. ``P = 1`` is the
+    plain running sum of the chunks in order. (A pipelined accumulator adder of ``P - 1``
+    stages needs ``P`` partials to take a chunk a cycle.) NaN inputs or ``inf + (-inf)``
+    anywhere give ``FP32.qnan_bits``.
 
     Parameters
     ----------
@@ -273,6 +277,8 @@ def reduce_sum(bits, vlen: int):
         BF16 bit patterns; leading axes are independent rows.
     vlen : int
         Lanes per chunk (power of two).
+    partials : int
+        Interleaved cross-chunk partial sums (>= 1).
 
     Returns
     -------
@@ -280,6 +286,8 @@ def reduce_sum(bits, vlen: int):
         FP32 bit patterns of the sums (a NumPy scalar for 1-D input).
     """
     vlen = _check_vlen(vlen)
+    if isinstance(partials, bool) or not isinstance(partials, int) or partials < 1:
+        raise ValueError(f"partials must be an int >= 1, got {partials!r}")
     bits = _check_vector(bits, np.uint16)
     # Work on float32 values: IEEE adds, and a NaN operand always gives a NaN, so canonicalising
     # once at the end equals canonicalising after every fp_add.
@@ -288,7 +296,14 @@ def reduce_sum(bits, vlen: int):
         while x.shape[-1] > 1:
             x = x[..., 0::2] + x[..., 1::2]
         x = x[..., 0]
-        acc = x[..., 0].copy()
-        for c in range(1, x.shape[-1]):
-            acc = acc + x[..., c]
+        chunks = x.shape[-1]
+        sums = []
+        for j in range(min(partials, chunks)):
+            part = x[..., j].copy()
+            for c in range(j + partials, chunks, partials):
+                part = part + x[..., c]
+            sums.append(part)
+        acc = sums[0]
+        for part in sums[1:]:
+            acc = acc + part
     return FP32.canonicalize_nan(np.asarray(acc, dtype=np.float32).view(np.uint32))[()]

@@ -36,6 +36,9 @@ class LockstepControl(wiring.Component):
         Payload carried from ``i`` to ``o`` alongside the lanes' data (op code, tags, ...).
     latency : int
         Pipeline stages (>= 1).
+    last_cmd : bool
+        Also output ``last_cmd``: the command entering the last stage, for lanes that choose
+        their registered result by it (for ``latency`` 1, ``i.payload`` itself).
 
     Attributes
     ----------
@@ -45,19 +48,25 @@ class LockstepControl(wiring.Component):
         Result stream; lane outputs are valid while ``o.valid`` is high.
     load : Out(latency)
         Per-stage register enables for the lanes.
+    last_cmd : Out(cmd_shape)
+        Only with ``last_cmd=True``.
     """
 
-    def __init__(self, cmd_shape, latency: int):
+    def __init__(self, cmd_shape, latency: int, last_cmd: bool = False):
         if latency < 1:
             raise ValueError(f"latency must be >= 1, got {latency}")
         self._cmd_shape = cmd_shape
         self.latency = latency
         self.params = {"cmd_width": Shape.cast(cmd_shape).width, "latency": latency}
-        super().__init__({
+        ports = {
             "i": In(stream.Signature(cmd_shape)),
             "o": Out(stream.Signature(cmd_shape)),
             "load": Out(latency),
-        })
+        }
+        if last_cmd:
+            self.params["last_cmd"] = True
+            ports["last_cmd"] = Out(cmd_shape)
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
@@ -74,6 +83,8 @@ class LockstepControl(wiring.Component):
             with m.If(self.load[j]):
                 m.d.sync += cmds[j].eq(sources[j])
         m.d.comb += [self.o.valid.eq(valid[-1]), self.o.payload.eq(cmds[-1])]
+        if "last_cmd" in self.signature.members:
+            m.d.comb += self.last_cmd.eq(sources[-1])
         return m
 
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from amaranth.hdl import Module, Signal, Value
 
-__all__ = ["Stages", "depth_cuts", "with_stages"]
+__all__ = ["Stages", "delay", "depth_cuts", "with_stages"]
 
 
 def depth_cuts(table: Mapping[int, tuple[str, ...]], stages, what: str) -> tuple[str, ...]:
@@ -38,6 +38,21 @@ def with_stages(params: dict, stages: int) -> dict:
     """``params`` plus ``"stages"`` when the block is pipelined; depth 0 keeps the same key
     (and so the same deduplicated module name) as the combinational block always had."""
     return {**params, "stages": stages} if stages else dict(params)
+
+
+def delay(m: Module, value, loads, name: str, domain: str = "sync") -> Value:
+    """``value`` behind ``len(loads)`` registers, register ``j`` loading when ``loads[j]``.
+
+    Pads a block that has fewer stages than the lane it sits in, so every block of the lane
+    delivers its result at the same stage. No loads: ``value`` itself.
+    """
+    value = Value.cast(value)
+    for j, load in enumerate(loads):
+        reg = Signal(value.shape(), name=f"{name}_d{j + 1}", reset_less=True)
+        with m.If(load):
+            m.d[domain] += reg.eq(value)
+        value = reg
+    return value
 
 
 class Stages:

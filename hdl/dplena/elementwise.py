@@ -18,7 +18,10 @@ from amaranth.lib.wiring import In, Out
 from memwall.hdl.common.fp import Fp32ToBf16, FpAdd, FpMul
 from memwall.hdl.common.lanes import LaneArray, LockstepControl
 from memwall.hdl.common.netlist import unique_submodule
+from memwall.hdl.common.pipeline import delay
 from memwall.hdl.common.transcendental import Bf16Exp, Bf16Recip
+
+from .stages import FpStages
 
 __all__ = ["EwOp", "ElementwiseLane", "ElementwiseUnit", "ScalarOp", "ScalarFpLane",
            "ScalarFpUnit", "EW_CMD", "SCALAR_CMD"]
@@ -45,29 +48,45 @@ def _isolate(value, enable):
 
 
 class ElementwiseLane(wiring.Component):
-    """One BF16 lane: ``y = a op b`` (or ``exp(a)``), registered when ``load``.
+    """One BF16 lane: ``y = a op b`` (or ``exp(a)``), registered when the result is loaded.
+
+    The add, multiply and exp blocks have the pipeline depths of ``stages``; the shallower
+    ones are padded to the deepest (``d``), and stage ``d`` (``load[d]``) registers the result
+    of the op that ``last_cmd`` (the command entering that stage) names. Latency ``d + 1``.
+
+    Parameters
+    ----------
+    stages : FpStages
+        Only ``add_bf16``, ``mul_bf16`` and ``exp`` matter.
 
     Attributes
     ----------
-    load : In(1)
+    load : In(d + 1)
     cmd : In(EW_CMD)
-        The command (broadcast to all lanes).
+        The command entering the lane (broadcast to all lanes).
+    last_cmd : In(EW_CMD)
+        Only when ``d > 0``: the command entering the result register.
     a, b : In(16)
         BF16 operands.
     y : Out(16)
         BF16 result.
     """
 
-    def __init__(self):
-        self.params = {}
-        super().__init__({"load": In(1), "cmd": In(EW_CMD), "a": In(16), "b": In(16),
-                          "y": Out(16)})
+    def __init__(self, stages: FpStages = FpStages()):
+        self.stages = stages
+        self.depth = stages.elementwise_latency - 1
+        self.params = _lane_params(stages, ("add_bf16", "mul_bf16", "exp"))
+        ports = {"load": In(self.depth + 1), "cmd": In(EW_CMD), "a": In(16), "b": In(16),
+                 "y": Out(16)}
+        if self.depth:
+            ports["last_cmd"] = In(EW_CMD)
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
-        add, mul, exp = FpAdd("bf16"), FpMul("bf16"), Bf16Exp()
-        for name, block in (("add", add), ("mul", mul), ("exp", exp)):
-            unique_submodule(m, name, block)
+        st = self.stages
+        add, mul = FpAdd("bf16", stages=st.add_bf16), FpMul("bf16", stages=st.mul_bf16)
+        exp = Bf16Exp(stages=st.exp)
         op = self.cmd.op
         b = Mux(self.cmd.scalar_b, self.cmd.scalar, self.b)
         use_add = (op == EwOp.ADD) | (op == EwOp.SUB)
@@ -79,21 +98,41 @@ class ElementwiseLane(wiring.Component):
             mul.a.eq(_isolate(self.a, use_mul)), mul.b.eq(_isolate(b, use_mul)),
             exp.a.eq(_isolate(self.a, use_exp)),
         ]
+        ys = _blocks(m, self.load, self.depth, (("add", add), ("mul", mul), ("exp", exp)))
+        last_op = (self.last_cmd if self.depth else self.cmd).op
         result = Signal(16, reset_less=True)
-        with m.If(self.load):
-            with m.Switch(op):
+        with m.If(self.load[self.depth]):
+            with m.Switch(last_op):
                 with m.Case(EwOp.ADD, EwOp.SUB):
-                    m.d.sync += result.eq(add.y)
+                    m.d.sync += result.eq(ys["add"])
                 with m.Case(EwOp.MUL):
-                    m.d.sync += result.eq(mul.y)
+                    m.d.sync += result.eq(ys["mul"])
                 with m.Case(EwOp.EXP):
-                    m.d.sync += result.eq(exp.y)
+                    m.d.sync += result.eq(ys["exp"])
         m.d.comb += self.y.eq(result)
         return m
 
 
+def _lane_params(stages: FpStages, fields: tuple[str, ...]) -> dict:
+    """A lane's ``params``: the depths of its own blocks, none when all are combinational."""
+    return {name: value for name, value in stages.as_params().items() if name in fields}
+
+
+def _blocks(m: Module, load, depth: int, blocks) -> dict:
+    """Add the lane's ``blocks`` (name, block), driving each block's stages from ``load``,
+    and return their outputs, each padded (:func:`delay`) to ``depth`` stages."""
+    ys = {}
+    for name, block in blocks:
+        unique_submodule(m, name, block)
+        if block.stages:
+            m.d.comb += block.load.eq(load[:block.stages])
+        ys[name] = delay(m, block.y, [load[j] for j in range(block.stages, depth)], name)
+    return ys
+
+
 class ElementwiseUnit(LaneArray):
-    """VLEN-lane BF16 elementwise unit, one cycle of latency, one vector per cycle.
+    """VLEN-lane BF16 elementwise unit: one vector per cycle, results
+    ``stages.elementwise_latency`` cycles after their command.
 
     Ports: ``i`` (command stream, :data:`EW_CMD`), ``a``/``b`` (``ArrayLayout(16, vlen)``,
     sampled with ``i``), ``o`` (command echo) and ``y`` (results, valid with ``o``).
@@ -102,17 +141,26 @@ class ElementwiseUnit(LaneArray):
     ----------
     vlen : int
         Lanes.
+    stages : FpStages
+        Pipeline depth of the lanes' blocks.
     """
 
     module_name = "elementwise_unit"
 
-    def __init__(self, vlen: int):
+    def __init__(self, vlen: int, stages: FpStages = FpStages()):
         if vlen < 1:
             raise ValueError(f"vlen must be >= 1, got {vlen}")
-        self.params = {"vlen": vlen}
-        super().__init__(lane_factory=ElementwiseLane, count=vlen,
-                         control=LockstepControl(EW_CMD, latency=1),
-                         links={"load": "load", "cmd": "i__payload"})
+        self.params = {"vlen": vlen, **_lane_params(stages, ("add_bf16", "mul_bf16", "exp"))}
+        latency = stages.elementwise_latency
+        super().__init__(lane_factory=lambda: ElementwiseLane(stages), count=vlen,
+                         control=LockstepControl(EW_CMD, latency=latency,
+                                                 last_cmd=latency > 1),
+                         links=_links(latency))
+
+
+def _links(latency: int) -> dict:
+    links = {"load": "load", "cmd": "i__payload"}
+    return {**links, "last_cmd": "last_cmd"} if latency > 1 else links
 
 
 class ScalarOp(enum.Enum, shape=2):
@@ -125,41 +173,54 @@ SCALAR_CMD = data.StructLayout({"op": ScalarOp, "tag": 4})
 
 
 class ScalarFpLane(wiring.Component):
-    """The FP unit's datapath: e^x, 1/x (BF16) and FP32 -> BF16, registered when ``load``.
+    """The FP unit's datapath: e^x, 1/x (BF16) and FP32 -> BF16, registered at stage ``d``.
+
+    Pipelined like :class:`ElementwiseLane`: blocks padded to the deepest (``d``), latency
+    ``d + 1``.
 
     Attributes
     ----------
-    load : In(1)
+    load : In(d + 1)
     cmd : In(SCALAR_CMD)
+    last_cmd : In(SCALAR_CMD)
+        Only when ``d > 0``.
     a : In(32)
         FP32 operand for TO_BF16; BF16 in ``a[0:16]`` for EXP and RECIP.
     y : Out(16)
     """
 
-    def __init__(self):
-        self.params = {}
-        super().__init__({"load": In(1), "cmd": In(SCALAR_CMD), "a": In(32), "y": Out(16)})
+    def __init__(self, stages: FpStages = FpStages()):
+        self.stages = stages
+        self.depth = stages.scalar_fp_latency - 1
+        self.params = _lane_params(stages, ("exp", "recip", "to_bf16"))
+        ports = {"load": In(self.depth + 1), "cmd": In(SCALAR_CMD), "a": In(32), "y": Out(16)}
+        if self.depth:
+            ports["last_cmd"] = In(SCALAR_CMD)
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
-        exp, recip, cvt = Bf16Exp(), Bf16Recip(), Fp32ToBf16()
-        for name, block in (("exp", exp), ("recip", recip), ("to_bf16", cvt)):
-            unique_submodule(m, name, block)
+        st = self.stages
+        exp, recip = Bf16Exp(stages=st.exp), Bf16Recip(stages=st.recip)
+        cvt = Fp32ToBf16(stages=st.to_bf16)
         op = self.cmd.op
         m.d.comb += [
             exp.a.eq(_isolate(self.a[:16], op == ScalarOp.EXP)),
             recip.a.eq(_isolate(self.a[:16], op == ScalarOp.RECIP)),
             cvt.a.eq(_isolate(self.a, op == ScalarOp.TO_BF16)),
         ]
+        ys = _blocks(m, self.load, self.depth,
+                     (("exp", exp), ("recip", recip), ("to_bf16", cvt)))
+        last_op = (self.last_cmd if self.depth else self.cmd).op
         result = Signal(16, reset_less=True)
-        with m.If(self.load):
-            with m.Switch(op):
+        with m.If(self.load[self.depth]):
+            with m.Switch(last_op):
                 with m.Case(ScalarOp.EXP):
-                    m.d.sync += result.eq(exp.y)
+                    m.d.sync += result.eq(ys["exp"])
                 with m.Case(ScalarOp.RECIP):
-                    m.d.sync += result.eq(recip.y)
+                    m.d.sync += result.eq(ys["recip"])
                 with m.Default():
-                    m.d.sync += result.eq(cvt.y)
+                    m.d.sync += result.eq(ys["to_bf16"])
         m.d.comb += self.y.eq(result)
         return m
 
@@ -173,14 +234,18 @@ class ScalarFpUnit(LaneArray):
     ----------
     lanes : int
         1 for the d-PLENA FP unit.
+    stages : FpStages
+        Pipeline depth of the lane's blocks.
     """
 
     module_name = "scalar_fp_unit"
 
-    def __init__(self, lanes: int = 1):
+    def __init__(self, lanes: int = 1, stages: FpStages = FpStages()):
         if lanes < 1:
             raise ValueError(f"lanes must be >= 1, got {lanes}")
-        self.params = {"lanes": lanes}
-        super().__init__(lane_factory=ScalarFpLane, count=lanes,
-                         control=LockstepControl(SCALAR_CMD, latency=1),
-                         links={"load": "load", "cmd": "i__payload"})
+        self.params = {"lanes": lanes, **_lane_params(stages, ("exp", "recip", "to_bf16"))}
+        latency = stages.scalar_fp_latency
+        super().__init__(lane_factory=lambda: ScalarFpLane(stages), count=lanes,
+                         control=LockstepControl(SCALAR_CMD, latency=latency,
+                                                 last_cmd=latency > 1),
+                         links=_links(latency))

@@ -13,17 +13,19 @@ vectors, so generation time does not grow with VLEN.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 from memwall.hdl.common.fp import FpAdd, bf16_key
 from memwall.hdl.common.lanes import LockstepControl
 from memwall.hdl.common.netlist import unique_submodule
+from memwall.hdl.common.pipeline import delay
 from memwall.hdl.common.structural import Netlist, Structural
 
 __all__ = ["ReduceOp", "ReductionNode", "ReductionLeafPair", "CountSplit", "ReductionTree",
            "ReductionAccumulator", "ReductionUnit", "reduction_tree", "reduce_cmd_layout",
+           "sum_fold_cycles",
            "RESULT_LAYOUT", "BF16_NEG_INF"]
 
 BF16_NEG_INF = 0xFF80
@@ -40,53 +42,69 @@ def _tree_outputs(index_width: int) -> dict:
             "sum": Out(32)}
 
 
-def _merge(m: Module, component, left: dict, right: dict) -> None:
-    """One tree node: compare-select the max and add the sums, registered when ``load``.
+def _merge(m: Module, component, left: dict, right: dict, stages: int) -> None:
+    """One tree node: compare-select the max and add the sums; ``stages + 1`` pipeline stages.
 
-    The right (higher-index) side wins only if valid and strictly greater by ``bf16_key`` or
-    the left is invalid, so the first index wins ties.
+    The FP32 adder has ``stages`` register stages (``load[:stages]``); the compare-select
+    result waits beside it in plain registers, and stage ``stages`` registers both. The right
+    (higher-index) side wins only if valid and strictly greater by ``bf16_key`` or the left is
+    invalid, so the first index wins ties.
     """
-    adder = FpAdd("fp32")
+    load = component.load
+    adder = FpAdd("fp32", stages=stages)
     unique_submodule(m, "adder", adder)
     m.d.comb += [adder.a.eq(left["sum"]), adder.b.eq(right["sum"]), adder.sub.eq(0)]
+    if stages:
+        m.d.comb += adder.load.eq(load[:stages])
     right_wins = right["valid"] & (~left["valid"] |
                                    (bf16_key(right["value"]) > bf16_key(left["value"])))
+    waits = [load[j] for j in range(stages)]
+    selected = {
+        "max_value": Mux(right_wins, right["value"], left["value"]),
+        "max_valid": left["valid"] | right["valid"],
+        "max_index": Cat(Mux(right_wins, right["index"], left["index"]), right_wins),
+    }
+    selected = {name: delay(m, value, waits, name) for name, value in selected.items()}
+    selected["sum"] = adder.y
     # Pipeline registers: data path only, no reset needed.
     regs = {name: Signal(len(getattr(component, name)), reset_less=True, name=name)
             for name in ("max_value", "max_valid", "max_index", "sum")}
-    with m.If(component.load):
-        m.d.sync += [
-            regs["max_value"].eq(Mux(right_wins, right["value"], left["value"])),
-            regs["max_valid"].eq(left["valid"] | right["valid"]),
-            regs["max_index"].eq(Cat(Mux(right_wins, right["index"], left["index"]), right_wins)),
-            regs["sum"].eq(adder.y),
-        ]
+    with m.If(load[stages]):
+        m.d.sync += [regs[name].eq(value) for name, value in selected.items()]
     m.d.comb += [getattr(component, name).eq(reg) for name, reg in regs.items()]
 
 
+def _stage_params(params: dict, stages: int) -> dict:
+    return {**params, "stages": stages} if stages else params
+
+
 class ReductionNode(wiring.Component):
-    """Merges two sub-tree results (max, valid, index, FP32 sum) into one, one pipeline stage.
+    """Merges two sub-tree results (max, valid, index, FP32 sum) into one: one tree level,
+    ``stages + 1`` pipeline stages (:func:`_merge`).
 
     Parameters
     ----------
     index_width : int
         Index bits of each input; the output index has one more (the side that won).
+    stages : int
+        Register stages of the FP32 adder.
     """
 
-    def __init__(self, index_width: int):
+    def __init__(self, index_width: int, stages: int = 0):
         if index_width < 1:
             raise ValueError(f"index_width must be >= 1, got {index_width}")
-        self.params = {"index_width": index_width}
+        self.stages = stages
+        self.params = _stage_params({"index_width": index_width}, stages)
         side = {"value": In(16), "valid": In(1), "index": In(index_width), "sum": In(32)}
         super().__init__({**{f"l_{k}": v for k, v in side.items()},
                           **{f"r_{k}": v for k, v in side.items()},
-                          "load": In(1), **_tree_outputs(index_width + 1)})
+                          "load": In(stages + 1), **_tree_outputs(index_width + 1)})
 
     def elaborate(self, platform):
         m = Module()
         sides = [{k: getattr(self, f"{s}_{k}") for k in ("value", "valid", "index", "sum")}
                  for s in ("l", "r")]
-        _merge(m, self, *sides)
+        _merge(m, self, *sides, self.stages)
         return m
 
 
@@ -96,10 +114,11 @@ class ReductionLeafPair(wiring.Component):
     BF16 widens to FP32 exactly; an invalid lane contributes +0 to the sum.
     """
 
-    def __init__(self):
-        self.params = {}
+    def __init__(self, stages: int = 0):
+        self.stages = stages
+        self.params = _stage_params({}, stages)
         super().__init__({"data": In(data.ArrayLayout(16, 2)), "count": In(range(3)),
-                          "load": In(1), **_tree_outputs(1)})
+                          "load": In(stages + 1), **_tree_outputs(1)})
 
     def elaborate(self, platform):
         m = Module()
@@ -107,7 +126,7 @@ class ReductionLeafPair(wiring.Component):
         left, right = ({"value": self.data[n], "valid": valid[n], "index": Const(0, 0),
                         "sum": Mux(valid[n], Cat(Const(0, 16), self.data[n]), 0)}
                        for n in range(2))
-        _merge(m, self, left, right)
+        _merge(m, self, left, right, self.stages)
         return m
 
 
@@ -139,6 +158,8 @@ class ReductionTree(Structural, wiring.Component):
     ----------
     lanes : int
         Power of two >= 4 (use :func:`reduction_tree` for any power of two >= 2).
+    stages : int
+        Register stages of each level's FP32 adder: a level is ``stages + 1`` pipeline stages.
 
     Attributes
     ----------
@@ -146,39 +167,41 @@ class ReductionTree(Structural, wiring.Component):
         BF16 lane values.
     count : In(range(lanes + 1))
         Valid lanes: ``0 .. count-1``.
-    load : In(log2(lanes))
-        Stage enables, one per tree level (level 0 = the leaf pairs).
+    load : In(log2(lanes) * (stages + 1))
+        Stage enables, ``stages + 1`` per tree level (level 0 = the leaf pairs).
     max_value, max_valid, max_index : Out
         The winning lane's BF16 bits, whether any lane was valid, and its lane index.
     sum : Out(32)
         FP32 pairwise-tree sum of the valid lanes.
     """
 
-    def __init__(self, lanes: int):
+    def __init__(self, lanes: int, stages: int = 0):
         if lanes < 4 or lanes & (lanes - 1):
             raise ValueError(f"lanes must be a power of two >= 4, got {lanes}")
-        self.lanes = lanes
+        self.lanes, self.stages = lanes, stages
         self.levels = exact_log2(lanes)
-        self.params = {"lanes": lanes}
+        self.params = _stage_params({"lanes": lanes}, stages)
         super().__init__({"data": In(data.ArrayLayout(16, lanes)), "count": In(range(lanes + 1)),
-                          "load": In(self.levels), **_tree_outputs(self.levels)})
+                          "load": In(self.levels * (stages + 1)),
+                          **_tree_outputs(self.levels)})
 
     def structure(self, netlist: Netlist) -> None:
         io = netlist.io
-        half, sub_levels = self.lanes // 2, self.levels - 1
+        half, sub_levels, per_level = self.lanes // 2, self.levels - 1, self.stages + 1
         data, load = netlist.net(io.data), netlist.net(io.load)
         split = netlist.instance("split", CountSplit(self.lanes))
         netlist.connect(io.count, split.count)
-        subtrees = [netlist.instance(side, reduction_tree(half)) for side in ("left", "right")]
-        node = netlist.instance("node", ReductionNode(sub_levels))
+        subtrees = [netlist.instance(side, reduction_tree(half, self.stages))
+                    for side in ("left", "right")]
+        node = netlist.instance("node", ReductionNode(sub_levels, self.stages))
         for n, (sub, count, side) in enumerate(zip(subtrees, (split.left, split.right), "lr",
                                                    strict=True)):
             netlist.bind(sub.data, data[n * half * 16:(n + 1) * half * 16])
             netlist.connect(count, sub.count)
-            netlist.bind(sub.load, load[:sub_levels])
+            netlist.bind(sub.load, load[:sub_levels * per_level])
             for out, into in _NODE_INPUTS.items():
                 netlist.connect(sub[out], node[f"{side}_{into}"])
-        netlist.bind(node.load, load[self.levels - 1])
+        netlist.bind(node.load, load[sub_levels * per_level:])
         for out in _NODE_INPUTS:
             netlist.connect(node[out], io[out])
 
@@ -187,9 +210,9 @@ class ReductionTree(Structural, wiring.Component):
 _NODE_INPUTS = {"max_value": "value", "max_valid": "valid", "max_index": "index", "sum": "sum"}
 
 
-def reduction_tree(lanes: int):
-    """The tree component for ``lanes`` (a power of two >= 2)."""
-    return ReductionLeafPair() if lanes == 2 else ReductionTree(lanes)
+def reduction_tree(lanes: int, stages: int = 0):
+    """The tree component for ``lanes`` (a power of two >= 2), ``stages`` per adder."""
+    return ReductionLeafPair(stages) if lanes == 2 else ReductionTree(lanes, stages)
 
 
 def reduce_cmd_layout(vlen: int) -> data.StructLayout:
@@ -207,15 +230,34 @@ RESULT_LAYOUT = data.StructLayout({"value": 32, "index": 32})
 class ReductionAccumulator(wiring.Component):
     """Combines each chunk's tree result with the running result; emits on the last chunk.
 
+    MAX and MAX_IDX: one compare-select a chunk, the result the cycle after the last chunk.
+
+    SUM: the FP32 adder has ``stages`` register stages, so a chunk's add is not done when the
+    next chunk arrives. The accumulator keeps ``P = stages + 1`` partial sums: chunk ``c`` of a
+    vector goes to partial ``c mod P`` (the first chunk of a partial is stored, later ones are
+    added), so the add a chunk needs is always ``P`` chunks, at least ``stages + 1`` cycles,
+    old. After the last chunk the partials are folded in order, ``((p0 + p1) + p2) + ...``,
+    one add at a time, and the sum is emitted: :func:`memwall.golden.fparith.reduce_sum` with
+    ``partials=P``; with ``stages=0``, ``P = 1`` and the running sum of chunks in order.
+
+    Exact timing, for ``n`` chunks of a SUM accepted on consecutive cycles, the last at cycle
+    ``t`` and ``P > 1``: the fold starts once no add is in flight (cycle ``t + 1``, or
+    ``t + stages + 1`` if ``n > P``) and takes ``stages + 1`` cycles per partial after the
+    first of ``min(n, P)``; the result register is written in the cycle the fold ends.
+    (:func:`sum_fold_cycles`).
+
     Parameters
     ----------
     vlen : int
         Lanes per chunk (the global index of a lane is chunk offset + lane).
+    stages : int
+        Register stages of the FP32 adder.
     """
 
-    def __init__(self, vlen: int):
-        self.vlen = vlen
-        self.params = {"vlen": vlen}
+    def __init__(self, vlen: int, stages: int = 0):
+        self.vlen, self.stages = vlen, stages
+        self.partials = stages + 1
+        self.params = _stage_params({"vlen": vlen}, stages)
         super().__init__({
             "chunk": In(stream.Signature(reduce_cmd_layout(vlen))),
             "max_value": In(16), "max_valid": In(1), "max_index": In(exact_log2(vlen)),
@@ -229,14 +271,12 @@ class ReductionAccumulator(wiring.Component):
         acc_value = Signal(16, init=BF16_NEG_INF)
         acc_valid = Signal()
         acc_index = Signal(32)
-        acc_sum = Signal(32)
         chunk_base = Signal(32)
         out_valid = Signal()
         out = Signal(RESULT_LAYOUT)
-
-        adder = FpAdd("fp32")
-        unique_submodule(m, "adder", adder)
-        m.d.comb += [adder.a.eq(acc_sum), adder.b.eq(self.sum), adder.sub.eq(0)]
+        folding = Signal()                   # SUM: folding the partials after the last chunk
+        accept = self.chunk.valid & self.chunk.ready
+        is_sum = chunk.op == ReduceOp.SUM
 
         base = Mux(chunk.first, 0, chunk_base)
         prev_valid = acc_valid & ~chunk.first
@@ -246,28 +286,125 @@ class ReductionAccumulator(wiring.Component):
         new_valid = prev_valid | self.max_valid
         new_value = Mux(take_new, self.max_value, Mux(prev_valid, acc_value, BF16_NEG_INF))
         new_index = Mux(take_new, base + self.max_index, Mux(prev_valid, acc_index, 0))
-        new_sum = Mux(chunk.first, self.sum, adder.y)
 
-        m.d.comb += self.chunk.ready.eq(~out_valid | self.o.ready)
+        sums = _PartialSums(m, self.stages, self.sum)
+        m.d.comb += self.chunk.ready.eq((~out_valid | self.o.ready) & ~folding)
         with m.If(self.o.ready):
             m.d.sync += out_valid.eq(0)
-        with m.If(self.chunk.valid & self.chunk.ready):
+        with m.If(accept):
             m.d.sync += [acc_value.eq(new_value), acc_valid.eq(new_valid),
-                         acc_index.eq(new_index), acc_sum.eq(new_sum),
-                         chunk_base.eq(base + self.vlen)]
+                         acc_index.eq(new_index), chunk_base.eq(base + self.vlen)]
+            with m.If(is_sum):
+                sums.take_chunk(chunk.first)
             with m.If(chunk.last):
-                m.d.sync += out_valid.eq(1)
-                with m.Switch(chunk.op):
-                    with m.Case(ReduceOp.SUM):
-                        m.d.sync += [out.value.eq(new_sum), out.index.eq(0)]
-                    with m.Case(ReduceOp.MAX_IDX):
-                        m.d.sync += [out.value.eq(Cat(Const(0, 16), new_value)),
-                                     out.index.eq(new_index)]
-                    with m.Default():
-                        m.d.sync += [out.value.eq(Cat(Const(0, 16), new_value)),
-                                     out.index.eq(0)]
+                # A SUM with several partials folds them first; the rest emit now.
+                fold = is_sum if self.partials > 1 else Const(0)
+                with m.If(fold):
+                    m.d.sync += folding.eq(1)
+                    sums.start_fold()
+                with m.Else():
+                    m.d.sync += out_valid.eq(1)
+                    with m.Switch(chunk.op):
+                        with m.Case(ReduceOp.SUM):
+                            m.d.sync += [out.value.eq(sums.single_sum(chunk.first)),
+                                         out.index.eq(0)]
+                        with m.Case(ReduceOp.MAX_IDX):
+                            m.d.sync += [out.value.eq(Cat(Const(0, 16), new_value)),
+                                         out.index.eq(new_index)]
+                        with m.Default():
+                            m.d.sync += [out.value.eq(Cat(Const(0, 16), new_value)),
+                                         out.index.eq(0)]
+        with m.If(folding & sums.fold_done):
+            m.d.sync += [folding.eq(0), out_valid.eq(1), out.value.eq(sums.part[0]),
+                         out.index.eq(0)]
         m.d.comb += [self.o.valid.eq(out_valid), self.o.payload.eq(out)]
         return m
+
+
+class _PartialSums:
+    """The SUM side of :class:`ReductionAccumulator`: ``stages + 1`` partial sums, one FP32
+    adder with ``stages`` register stages, its in-flight bookkeeping and the final fold."""
+
+    def __init__(self, m: Module, stages: int, chunk_sum):
+        self.m, self.stages, self.count = m, stages, stages + 1
+        self.adder = adder = FpAdd("fp32", stages=stages)
+        unique_submodule(m, "adder", adder)
+        self.chunk_sum = chunk_sum
+        self.part = [Signal(32, name=f"part{j}", reset_less=True) for j in range(self.count)]
+        self.part_valid = Signal(self.count)
+        self.slot = Signal(range(self.count))      # the partial the next chunk goes to
+        self.fold_next = Signal(range(self.count + 1))   # the partial the fold adds next
+        # An add in each adder stage: valid bit and the partial its result goes to.
+        self.busy = [Signal(name=f"busy{j}") for j in range(stages)]
+        self.tag = [Signal(range(self.count), name=f"tag{j}") for j in range(stages)]
+        self.issue = Signal()                      # an add enters the adder this cycle
+        self.issue_tag = Signal(range(self.count))
+        self.a, self.b = Signal(32), Signal(32)
+        m.d.comb += [adder.a.eq(Mux(self.issue, self.a, 0)),
+                     adder.b.eq(Mux(self.issue, self.b, 0)), adder.sub.eq(0)]
+        issues = [self.issue, *self.busy[:-1]]
+        if stages:
+            m.d.comb += adder.load.eq(Cat(*issues))
+            m.d.sync += [busy.eq(src) for busy, src in zip(self.busy, issues, strict=True)]
+            m.d.sync += [tag.eq(src) for tag, src in
+                         zip(self.tag, [self.issue_tag, *self.tag[:-1]], strict=True)]
+            done, done_tag = self.busy[-1], self.tag[-1]
+        else:
+            done, done_tag = self.issue, self.issue_tag
+        # The adder's result lands in its partial in the cycle it leaves the adder.
+        with m.If(done):
+            m.d.sync += Array(self.part)[done_tag].eq(adder.y)
+        self.idle = ~Cat(*self.busy).any() if stages else Const(1)
+        self.fold_done = Signal()
+        if self.count > 1:
+            self._fold()
+
+    def take_chunk(self, first) -> None:
+        """A SUM chunk is accepted: store it in an empty partial or add it to its partial."""
+        m, slot = self.m, Mux(first, 0, self.slot)
+        valid = Mux(first, 0, self.part_valid)
+        nxt = Mux(slot == self.count - 1, 0, slot + 1)
+        m.d.sync += self.slot.eq(nxt)
+        with m.If(first):   # a new vector: drop the adds of one that never had its last chunk
+            m.d.sync += [busy.eq(0) for busy in self.busy]
+        with m.If(valid.bit_select(slot, 1)):
+            m.d.comb += [self.issue.eq(1), self.issue_tag.eq(slot),
+                         self.a.eq(Array(self.part)[slot]), self.b.eq(self.chunk_sum)]
+        with m.Else():
+            m.d.sync += [Array(self.part)[slot].eq(self.chunk_sum),
+                         self.part_valid.eq(valid | (Const(1, self.count) << slot))]
+
+    def single_sum(self, first):
+        """With one partial (no adder stages): the sum after this chunk, ready this cycle."""
+        return Mux(first | ~self.part_valid[0], self.chunk_sum, self.adder.y)
+
+    def start_fold(self) -> None:
+        self.m.d.sync += self.fold_next.eq(1)
+
+    def _fold(self) -> None:
+        """``part[0] += part[j]`` for each valid ``j`` in order, each once no add is in flight;
+        done when the next partial is missing (partials fill in order) or all are added."""
+        m, nxt = self.m, self.fold_next
+        present = (nxt < self.count) & self.part_valid.bit_select(nxt, 1)
+        folding = nxt != 0
+        m.d.comb += self.fold_done.eq(folding & self.idle & ~present)
+        with m.If(folding & self.idle & present):
+            m.d.comb += [self.issue.eq(1), self.issue_tag.eq(0),
+                         self.a.eq(self.part[0]), self.b.eq(Array(self.part)[nxt])]
+            m.d.sync += nxt.eq(nxt + 1)
+        with m.If(self.fold_done):
+            m.d.sync += nxt.eq(0)
+
+
+def sum_fold_cycles(chunks: int, stages: int) -> int:
+    """Cycles from a SUM's last chunk entering the accumulator to its result register being
+    written (the result is valid the cycle after), for ``chunks`` chunks on consecutive
+    cycles; 0 with ``stages = 0``. Mirrors :class:`ReductionAccumulator`."""
+    partials = stages + 1
+    if partials == 1:
+        return 0
+    start = stages + 1 if chunks > partials else 1
+    return start + (min(chunks, partials) - 1) * (stages + 1)
 
 
 class ReductionUnit(Structural, wiring.Component):
@@ -278,13 +415,16 @@ class ReductionUnit(Structural, wiring.Component):
     MAX_IDX the same plus the global index (chunk offset + lane) of the first maximum; SUM the
     FP32 sum (tree sum per chunk, then ``acc = acc + chunk`` in chunk order). Across chunks a
     later maximum replaces the running one only if strictly greater. A vector with no valid lane
-    gives MAX = -inf, index 0, SUM = +0. Latency: log2(VLEN) + 1 cycles per chunk; one chunk
-    per cycle.
+    gives MAX = -inf, index 0, SUM = +0. One chunk per cycle; a chunk takes
+    ``log2(VLEN) * (stages + 1)`` cycles through the tree, then the accumulator emits MAX and
+    MAX_IDX a cycle after the last chunk, SUM :func:`sum_fold_cycles` later.
 
     Parameters
     ----------
     vlen : int
         Lanes (power of two >= 2).
+    stages : int
+        Register stages of every FP32 adder (tree levels and accumulator).
 
     Attributes
     ----------
@@ -296,11 +436,11 @@ class ReductionUnit(Structural, wiring.Component):
 
     module_name = "reduction_unit"
 
-    def __init__(self, vlen: int):
+    def __init__(self, vlen: int, stages: int = 0):
         if vlen < 2 or vlen & (vlen - 1):
             raise ValueError(f"vlen must be a power of two >= 2, got {vlen}")
-        self.vlen = vlen
-        self.params = {"vlen": vlen}
+        self.vlen, self.stages = vlen, stages
+        self.params = _stage_params({"vlen": vlen}, stages)
         super().__init__({
             "i": In(stream.Signature(reduce_cmd_layout(vlen))),
             "data": In(data.ArrayLayout(16, vlen)),
@@ -310,10 +450,11 @@ class ReductionUnit(Structural, wiring.Component):
     def structure(self, netlist: Netlist) -> None:
         io = netlist.io
         cmd = reduce_cmd_layout(self.vlen)
-        control = netlist.instance("control",
-                                   LockstepControl(cmd, latency=exact_log2(self.vlen)))
-        tree = netlist.instance("tree", reduction_tree(self.vlen))
-        accumulator = netlist.instance("accumulator", ReductionAccumulator(self.vlen))
+        latency = exact_log2(self.vlen) * (self.stages + 1)
+        control = netlist.instance("control", LockstepControl(cmd, latency=latency))
+        tree = netlist.instance("tree", reduction_tree(self.vlen, self.stages))
+        accumulator = netlist.instance("accumulator",
+                                       ReductionAccumulator(self.vlen, self.stages))
         netlist.connect(io.i, control.i)
         netlist.connect(control.o, accumulator.chunk)
         netlist.connect(control.load, tree.load)

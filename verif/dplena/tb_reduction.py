@@ -22,11 +22,20 @@ from memwall.verif.dplena.stimulus import bf16_vector
 OPS = ("MAX", "SUM", "MAX_IDX")
 
 
-def expected(op: str, x: np.ndarray, vlen: int) -> tuple[int, int]:
+def expected(op: str, x: np.ndarray, vlen: int, partials: int = 1) -> tuple[int, int]:
     if op == "SUM":
-        return int(reduce_sum(x, vlen)), 0
+        return int(reduce_sum(x, vlen, partials)), 0
     value, index = reduce_max_idx(x, vlen)
     return int(value) << 16, int(index) if op == "MAX_IDX" else 0
+
+
+def order_sensitive(vlen: int) -> np.ndarray:
+    """12 chunks whose sums cycle through 2^24, 1, 1, -2^24: their FP32 total depends on the
+    order of the cross-chunk adds (in chunk order 2^24 + 1 rounds back to 2^24), so it tells
+    the accumulator's partial sums apart."""
+    x = np.zeros(12 * vlen, dtype=np.uint16)
+    x[::vlen] = np.array([0x4B80, 0x3F80, 0x3F80, 0xCB80] * 3, dtype=np.uint16)
+    return x
 
 
 @cocotb.test()
@@ -44,10 +53,12 @@ async def random_and_directed(dut):
         for n in range(tb_params().get("random_vectors", 30)):
             vectors.append((OPS[n % 3], bf16_vector(rng, 4 * vlen, "random")))
     else:
-        lengths = [1, vlen - 1, vlen, vlen + 1, 3 * vlen, 2 * vlen + 3]   # chunk boundaries
+        # chunk boundaries, and enough chunks to wrap the interleaved partial sums twice
+        lengths = [1, vlen - 1, vlen, vlen + 1, 3 * vlen, 2 * vlen + 3, 11 * vlen + 3]
         for kind in ("ties", "all_negative", "zeros", "specials", "nan", "denormal", "random"):
             for op in OPS:
                 vectors.append((op, bf16_vector(rng, int(rng.choice(lengths)), kind)))
+        vectors.append(("SUM", order_sensitive(vlen)))
         for _ in range(tb_params().get("random_vectors", 30)):
             kind = rng.choice(["random", "ties", "all_negative", "specials", "denormal", "wide"])
             vectors.append((str(rng.choice(OPS)),
@@ -69,7 +80,7 @@ async def random_and_directed(dut):
     observed = await sink.wait_for(len(vectors))
     board = Scoreboard("reduction", dut._log)
     for n, ((op, x), item) in enumerate(zip(vectors, observed, strict=True)):
-        value, index = expected(op, x, vlen)
+        value, index = expected(op, x, vlen, tb_params().get("stages", 0) + 1)
         word = item["payload"]
         board.compare(f"vector {n} {op} len {len(x)} value", value, word & 0xFFFFFFFF)
         board.compare(f"vector {n} {op} len {len(x)} index", index, word >> 32)
