@@ -140,7 +140,8 @@ def method1_confidence(logits) -> tuple[np.ndarray, np.ndarray]:
     return x0, x0_p
 
 
-def method2_confidence_hw(logits_bf16_bits, vlen: int) -> tuple[np.ndarray, np.ndarray]:
+def method2_confidence_hw(logits_bf16_bits, vlen: int, sum_partials: int = 1
+                          ) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 1, Method 2 (stable-max) exactly as the NPU computes it, per position.
 
     Steps (each a bit-exact RTL model):
@@ -176,12 +177,12 @@ def method2_confidence_hw(logits_bf16_bits, vlen: int) -> tuple[np.ndarray, np.n
     m = np.asarray(m, dtype=np.uint16)
     d = fp_sub(z, np.broadcast_to(m[..., None], z.shape), BF16)
     e = bf16_exp(d)
-    s = reduce_sum(e, vlen)
+    s = reduce_sum(e, vlen, sum_partials)
     conf = bf16_recip(fp32_to_bf16(s))
     return np.asarray(x0, dtype=np.int64), np.asarray(conf, dtype=np.uint16)
 
 
-def online_confidence_hw(logits_bf16_bits, vlen: int, v_chunk: int):
+def online_confidence_hw(logits_bf16_bits, vlen: int, v_chunk: int, sum_partials: int = 1):
     """Fused (online-softmax) confidence exactly as the core's ``stable_max: fused`` program.
 
     One pass over the row in chunks of ``v_chunk`` elements (the prefetch unit), carrying a
@@ -205,6 +206,8 @@ def online_confidence_hw(logits_bf16_bits, vlen: int, v_chunk: int):
     v_chunk : int
         Elements per chunk, a multiple of ``vlen`` unless it covers the row; the last chunk
         may be partial.
+    sum_partials : int
+        The accumulator's interleaved partial sums (:func:`~memwall.golden.fparith.reduce_sum`).
 
     Returns
     -------
@@ -233,7 +236,7 @@ def online_confidence_hw(logits_bf16_bits, vlen: int, v_chunk: int):
         scale = bf16_exp(fp_sub(m_old, m, BF16))
         s = fp_mul(s, bf16_to_fp32(scale), FP32)
         e = bf16_exp(fp_sub(chunk, np.broadcast_to(m[..., None], chunk.shape), BF16))
-        s = fp_add(s, np.asarray(reduce_sum(e, vlen), dtype=np.uint32), FP32)
+        s = fp_add(s, np.asarray(reduce_sum(e, vlen, sum_partials), dtype=np.uint32), FP32)
     conf = bf16_recip(fp32_to_bf16(s))
     return idx, np.asarray(conf, dtype=np.uint16)
 
@@ -357,8 +360,8 @@ def sample_step_reference(logits, x, mask_id: int, k) -> dict[str, np.ndarray]:
 
 
 def sample_step_hw(logits_bf16_bits, x, mask_id: int, k, vlen: int, *,
-                   stable_max: str = "two_pass", v_chunk: int | None = None
-                   ) -> dict[str, np.ndarray]:
+                   stable_max: str = "two_pass", v_chunk: int | None = None,
+                   sum_partials: int = 1) -> dict[str, np.ndarray]:
     """One sampling step as the d-PLENA NPU executes it (Algorithm 2, phases 1-4), bit-exact.
 
     Parameters
@@ -377,6 +380,9 @@ def sample_step_hw(logits_bf16_bits, x, mask_id: int, k, vlen: int, *,
         ``fused``: :func:`online_confidence_hw` over chunks of ``v_chunk``.
     v_chunk : int, optional
         Chunk of the fused pass (required for ``fused``).
+    sum_partials : int
+        Interleaved partial sums of the reduction unit's accumulator
+        (:func:`~memwall.golden.fparith.reduce_sum`; ``FpStages.sum_partials`` of the core).
 
     Returns
     -------
@@ -406,7 +412,7 @@ def sample_step_hw(logits_bf16_bits, x, mask_id: int, k, vlen: int, *,
     transfer = np.zeros(x32.shape, dtype=bool)
     conf_out = np.empty(x32.shape, dtype=np.uint16)
     for b in range(n_rows):
-        sram_fp, sram_int = _phase1_2(z[b], vlen, stable_max, v_chunk)
+        sram_fp, sram_int = _phase1_2(z[b], vlen, stable_max, v_chunk, sum_partials)
         x0_p = _phase3_map(sram_fp)
         transfer[b] = topk_mask(x0_p[None], m_idx[b][None], k[b:b + 1])[0]
         x0_out[b], x_out[b] = _phase4(sram_int, m_idx[b], transfer[b], x32[b])
@@ -418,7 +424,8 @@ def sample_step_hw(logits_bf16_bits, x, mask_id: int, k, vlen: int, *,
 
 
 def _phase1_2(z_row: np.ndarray, vlen: int, stable_max: str = "two_pass",
-              v_chunk: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+              v_chunk: int | None = None, sum_partials: int = 1
+              ) -> tuple[np.ndarray, np.ndarray]:
     """PHASE 1 (HBM -> Vector -> Scalar) and PHASE 2 (Scalar stores) for one batch row.
 
     For every position l: Method 2 gives ``x0_p_scalar`` (FP reg) and ``V_RED_MAX_IDX`` gives
@@ -426,9 +433,9 @@ def _phase1_2(z_row: np.ndarray, vlen: int, stable_max: str = "two_pass",
     ``SRAM_FP[l]`` / ``SRAM_INT[l]``. Positions are independent, so all L are computed at once.
     """
     if stable_max == "fused":
-        x0_scalar, x0_p_scalar = online_confidence_hw(z_row, vlen, v_chunk)
+        x0_scalar, x0_p_scalar = online_confidence_hw(z_row, vlen, v_chunk, sum_partials)
     else:
-        x0_scalar, x0_p_scalar = method2_confidence_hw(z_row, vlen)
+        x0_scalar, x0_p_scalar = method2_confidence_hw(z_row, vlen, sum_partials)
     sram_fp = np.asarray(x0_p_scalar, dtype=np.uint16)       # BF16 FP SRAM
     sram_int = _as_int32(x0_scalar, "x0")                     # INT32 INT SRAM
     return sram_fp, sram_int

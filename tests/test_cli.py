@@ -100,7 +100,8 @@ def test_golden_dplena(tmp_path, capsys, fmt):
 
     cfg = load_config("dplena32")
     want = golden.sample_step_hw(golden.prepare_logits(arrays["logits"], fmt), arrays["x"],
-                                 MASK_ID, arrays["k"], cfg.vlen)
+                                 MASK_ID, arrays["k"], cfg.vlen,
+                                 sum_partials=cfg.stages.sum_partials)
     for key in OUTPUT_DTYPES:
         assert np.array_equal(got[key], want[key], equal_nan=key == "confidence"), key
 

@@ -395,7 +395,7 @@ def test_reduce_max_idx_edges_and_batch():
         reduce_max_idx(np.zeros(0, np.uint16), 4)
 
 
-def _tree_sum_ref(x: np.ndarray, vlen: int) -> int:
+def _tree_sum_ref(x: np.ndarray, vlen: int, partials: int = 1) -> int:
     """The documented order, written out with scalar fp_add calls and explicit recursion."""
     wide = [int(v) for v in bf16_to_fp32(x)]
 
@@ -407,30 +407,51 @@ def _tree_sum_ref(x: np.ndarray, vlen: int) -> int:
             return lanes[0]
         return tree([add(lanes[i], lanes[i + 1]) for i in range(0, len(lanes), 2)])
 
-    acc = None
-    for start in range(0, len(wide), vlen):
+    accs: list[int] = []          # partial sum j: chunks j, j + partials, ...
+    for c, start in enumerate(range(0, len(wide), vlen)):
         chunk = wide[start:start + vlen]
         chunk += [0] * (vlen - len(chunk))
         s = tree(chunk)
-        acc = s if acc is None else add(acc, s)
-    return acc
+        if c < partials:
+            accs.append(s)
+        else:
+            accs[c % partials] = add(accs[c % partials], s)
+    total = accs[0]
+    for part in accs[1:]:
+        total = add(total, part)
+    return total
 
 
+@pytest.mark.parametrize("partials", [1, 2, 5])
 @pytest.mark.parametrize("vlen", [1, 4, 32])
-def test_reduce_sum_tree_order(vlen):
-    rng = _rng(30 + vlen)
+def test_reduce_sum_tree_order(vlen, partials):
+    rng = _rng(30 + vlen + 7 * partials)
     for trial in range(40):
-        n = int(rng.integers(1, 4 * vlen + 3))
+        n = int(rng.integers(1, 12 * vlen + 3))
         kind = ["random", "small", "special", "zeros"][trial % 4]
         x = _random_vector(rng, n, kind)
         if kind == "random":  # keep sums finite and rounding-heavy
             x = (x & 0x87FF) | (rng.integers(0x78, 0x88, n).astype(np.uint16) << 7)
-        assert reduce_sum(x, vlen) == _tree_sum_ref(x, vlen), (vlen, x)
+        assert reduce_sum(x, vlen, partials) == _tree_sum_ref(x, vlen, partials), (vlen, x)
     rows = rng.integers(0x3000, 0x4800, (2, 3, 45)).astype(np.uint16)
-    got = reduce_sum(rows, vlen)
+    got = reduce_sum(rows, vlen, partials)
     assert got.shape == (2, 3) and got.dtype == np.uint32
     for i in np.ndindex(2, 3):
-        assert got[i] == _tree_sum_ref(rows[i], vlen)
+        assert got[i] == _tree_sum_ref(rows[i], vlen, partials)
+
+
+@pytest.mark.parametrize("partials", [1, 3, 5])
+def test_reduce_sum_within_float64_bound(partials):
+    """Any order of ``n - 1`` FP32 adds: ``|sum - exact| <= (n - 1) u sum|x|``, ``u = 2^-24``
+    (the bound in ``reduce_sum``'s docstring), checked against the float64 sum."""
+    rng = _rng(77 + partials)
+    for _ in range(20):
+        x = bf16_bits(rng.standard_normal(int(rng.integers(1, 400))) *
+                      np.exp2(rng.integers(-8, 9)))
+        wide = bf16_to_fp32(x).view(np.float32).astype(np.float64)
+        exact, size = wide.sum(), np.abs(wide).sum()
+        got = float(FP32.from_bits(reduce_sum(x, 8, partials)))
+        assert abs(got - exact) <= (len(x) - 1) * 2.0 ** -24 * size
 
 
 def test_reduce_sum_properties():
@@ -445,6 +466,11 @@ def test_reduce_sum_properties():
     assert FP32.from_bits(reduce_sum(x, 4)) == 2.0 ** 24 + 2
     assert FP32.from_bits(reduce_sum(x, 2)) == 2.0 ** 24 + 2
     assert FP32.from_bits(reduce_sum(x, 1)) == 2.0 ** 24
+    # across chunks the partial sums' order is visible too: chunks 2^24, 1, 1, -2^24
+    x = bf16_bits([2.0 ** 24, 1.0, 1.0, -2.0 ** 24])
+    assert [FP32.from_bits(reduce_sum(x, 1, p)) for p in (1, 2, 3, 4)] == [0.0, 1.0, 2.0, 0.0]
+    with pytest.raises(ValueError, match="partials"):
+        reduce_sum(x, 1, 0)
     assert reduce_sum(bf16_bits([np.inf, 1.0, -np.inf]), 2) == FP32.qnan_bits
     assert reduce_sum(np.array([0x3F80, 0xFFC1], np.uint16), 4) == FP32.qnan_bits
     assert reduce_sum(bf16_bits([np.inf, 1.0]), 4) == FP32.inf_bits

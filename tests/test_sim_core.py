@@ -45,7 +45,7 @@ def _case(seed: int, batch: int, block_len: int, vocab: int, k_max: int):
 def _check(cfg, wl, logits, x, rtl, *, exact_cycles=True):
     z = golden.prepare_logits(logits, wl.logits_format)
     want = golden.sample_step_hw(z, x, wl.mask_id, wl.k, cfg.vlen, stable_max=cfg.stable_max,
-                                 v_chunk=wl.v_chunk)
+                                 v_chunk=wl.v_chunk, sum_partials=cfg.stages.sum_partials)
     for key in ("x", "x0", "transfer"):
         assert np.array_equal(rtl[key], want[key]), (key, rtl[key], want[key])
     assert np.array_equal(rtl["confidence"].view(np.uint32), want["confidence"].view(np.uint32))

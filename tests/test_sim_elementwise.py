@@ -1,20 +1,28 @@
 import pytest
 from memwall.hdl.dplena.elementwise import ElementwiseUnit, ScalarFpUnit
+from memwall.hdl.dplena.stages import FpStages
 from memwall.verif.common.runner import simulate
 
 pytestmark = pytest.mark.sim   # every test here runs a cocotb simulation
 
 TB = "memwall.verif.dplena.tb_elementwise"
+#: Pipelined lanes: blocks of unequal depth (padded to the deepest), and every block deepest.
+UNEQUAL = FpStages(add_bf16=2, mul_bf16=1, exp=0, recip=1, to_bf16=0)
+DEEPEST = FpStages.uniform(99)
 
 
-@pytest.mark.parametrize("lanes", [64])
-def test_elementwise(lanes):
-    simulate(ElementwiseUnit(lanes), "elementwise_unit", TB, {"lanes": lanes},
+@pytest.mark.parametrize("lanes, stages", [(64, FpStages()), (8, UNEQUAL), (8, DEEPEST)],
+                         ids=["64-comb", "8-unequal", "8-deepest"])
+def test_elementwise(lanes, stages):
+    simulate(ElementwiseUnit(lanes, stages), "elementwise_unit", TB,
+             {"lanes": lanes, **({"vectors_per_op": 40} if lanes < 64 else {})},
              testcase="elementwise_ops")
 
 
-def test_scalar_fp_unit_single_lane():
-    simulate(ScalarFpUnit(1), "scalar_fp_unit", TB,
+@pytest.mark.parametrize("stages", [FpStages(), UNEQUAL, DEEPEST],
+                         ids=["comb", "unequal", "deepest"])
+def test_scalar_fp_unit_single_lane(stages):
+    simulate(ScalarFpUnit(1, stages), "scalar_fp_unit", TB,
              {"lanes": 1, "exhaustive": False, "to_bf16_vectors": 300}, testcase="scalar_ops")
 
 

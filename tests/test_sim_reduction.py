@@ -1,16 +1,23 @@
 import pytest
 from memwall.hdl.dplena.reduction import ReductionUnit
+from memwall.hdl.dplena.stages import FpStages
 from memwall.verif.common.runner import simulate
 
 pytestmark = pytest.mark.sim   # every test here runs a cocotb simulation
 
+TB = "memwall.verif.dplena.tb_reduction"
+
 
 @pytest.mark.parametrize("vlen", [2, 8, 16])
 def test_reduction(vlen):
-    simulate(ReductionUnit(vlen), "reduction_unit", "memwall.verif.dplena.tb_reduction",
-             {"vlen": vlen})
+    simulate(ReductionUnit(vlen), "reduction_unit", TB, {"vlen": vlen})
+
+
+@pytest.mark.parametrize("stages", sorted({1, 2, FpStages.uniform(99).add_fp32}))
+def test_pipelined_reduction(stages):
+    """FP32 adders of ``stages``: tree levels of stages + 1, stages + 1 partial sums."""
+    simulate(ReductionUnit(8, stages), "reduction_unit", TB, {"vlen": 8, "stages": stages})
 
 
 def test_reduction_verilator():
-    simulate(ReductionUnit(8), "reduction_unit", "memwall.verif.dplena.tb_reduction",
-             {"vlen": 8}, sim="verilator")
+    simulate(ReductionUnit(8), "reduction_unit", TB, {"vlen": 8}, sim="verilator")

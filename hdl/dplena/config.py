@@ -17,6 +17,8 @@ from memwall.config import (
     power_of_two,
 )
 
+from .stages import FpStages, max_fp_stages
+
 __all__ = ["DplenaConfig"]
 
 
@@ -56,6 +58,10 @@ class DplenaConfig(UnitConfig):
                              "target clock frequency in MHz, above 1 kHz and at most 10 GHz, so "
                              "the clock period written to the SDC and config.mk is a finite "
                              "0.1 .. 1e6 ns")
+    fp_stages: int = field(0, int_range(0, max_fp_stages()),
+                           "pipeline register stages inside every FP block (add, multiply, "
+                           "exp, 1/x, FP32->BF16), each block capped at its own deepest "
+                           "(hdl/dplena/stages.py); 0 is combinational")
     compute_format: str = field("bf16", one_of("bf16"), "vector/scalar FP format")
     logits_format: str = field("mxfp8_e4m3", one_of("mxfp8_e4m3", "bf16"),
                                "format of logits in HBM")
@@ -102,6 +108,11 @@ class DplenaConfig(UnitConfig):
         if self.fp_sram_words < self.block_len:
             raise ConfigError(f"fp_sram_words: {self.fp_sram_words} — must hold block_len "
                               f"({self.block_len}) confidences (paper Eq. 3)")
+
+    @property
+    def stages(self) -> FpStages:
+        """Register stages of each FP block, and the latencies they give."""
+        return FpStages.uniform(self.fp_stages)
 
     @property
     def vector_sram_rows(self) -> int:

@@ -158,6 +158,8 @@ class DplenaCore(Structural):
         self.params = {"config": {k: getattr(cfg, k) for k in (
             "vlen", "block_len", "k_max", "hbm_bytes_per_cycle", "vector_sram_kib",
             "fp_sram_words", "int_sram_words", "imem_words", "out_fifo_depth")}}
+        if cfg.fp_stages:
+            self.params["config"]["fp_stages"] = cfg.fp_stages
 
     def structure(self, netlist: Netlist) -> None:
         cfg = self.cfg
@@ -168,8 +170,8 @@ class DplenaCore(Structural):
                               Dequantiser(vlen, cfg.hbm_bytes_per_cycle, row_bits))
         arbiter = netlist.instance("bank_arbiter", VectorSramWriteArbiter(cfg.banks, row_bits))
         banks = netlist.instances("bank", lambda: VectorSramBank(W, rows), cfg.banks)
-        reduction = netlist.instance("reduction", ReductionUnit(vlen))
-        elementwise = netlist.instance("elementwise", ElementwiseUnit(vlen))
+        reduction = netlist.instance("reduction", ReductionUnit(vlen, cfg.stages.add_fp32))
+        elementwise = netlist.instance("elementwise", ElementwiseUnit(vlen, cfg.stages))
 
         # Ports: the host side of the sequencer, its output FIFO, and the HBM beat stream.
         for name in ("host_we", "host_imem", "host_addr", "host_wdata", "start", "busy",

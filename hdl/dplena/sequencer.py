@@ -8,7 +8,8 @@ is the table in :mod:`memwall.hdl.dplena.isa`. Control is one ``m.FSM``:
 * ``EXECUTE`` -- the first cycle of every instruction. Scalar ALU/FP/branch instructions,
   stores and prefetch commands complete here (one a cycle); a multi-cycle instruction does its
   first step and moves to its own states, which return to ``EXECUTE`` when it completes.
-* per instruction: ``LOAD_INT``; ``SCALAR_FP`` (wait for the FP unit); ``REDUCE`` and
+* per instruction: ``LOAD_INT``; ``SCALAR_ARITH`` (S_ADD_F, S_MUL_F, S_SUB_BF on pipelined
+  blocks: wait for the result); ``SCALAR_FP`` (wait for the FP unit); ``REDUCE`` and
   ``ELEMENTWISE`` (a Vector SRAM row a cycle into the unit, then the result); ``MAP_READ``/
   ``MAP_WRITE`` (S_MAP_V_FP, V_CMP_EQ_INT); ``TOPK_*``; ``SELECT_*``; ``STORE_INT_*``;
   ``STORE_V_*``.
@@ -79,7 +80,7 @@ class Sequencer(wiring.Component):
         self.params = {"vlen": cfg.vlen, "block_len": cfg.block_len, "k_max": cfg.k_max,
                        "rows": cfg.vector_sram_rows, "fp_words": cfg.fp_sram_words,
                        "int_words": cfg.int_sram_words, "imem_words": cfg.imem_words,
-                       "fifo_depth": cfg.out_fifo_depth}
+                       "fifo_depth": cfg.out_fifo_depth, **cfg.stages.as_params()}
         self.row_bits = exact_log2(cfg.vector_sram_rows)
         lo = data.ArrayLayout(16, cfg.block_len)
         row = range(cfg.vector_sram_rows)
@@ -149,15 +150,22 @@ class _Datapath:
                      self.fifo.r_en.eq(seq.out.ready)]
 
     def _units(self) -> None:
-        cfg = self.cfg
-        self.sfp = ScalarFpUnit()
+        cfg, st = self.cfg, self.cfg.stages
+        self.sfp = ScalarFpUnit(1, st)
         self.topk = TopkMaskUnit(cfg.block_len, cfg.k_max)
         self.select = MaskedSelectUnit(1, width=32)
-        self.add32, self.mul32, self.sub16 = FpAdd("fp32"), FpMul("fp32"), FpAdd("bf16")
+        self.add32, self.mul32 = FpAdd("fp32", st.add_fp32), FpMul("fp32", st.mul_fp32)
+        self.sub16 = FpAdd("bf16", st.add_bf16)
         for name, unit in (("scalar_fp", self.sfp), ("topk", self.topk),
                            ("select", self.select), ("add_fp32", self.add32),
                            ("mul_fp32", self.mul32), ("sub_bf16", self.sub16)):
             unique_submodule(self.m, name, unit)
+        # The scalar ops of the pipelined blocks: op -> (block, its result as an FP register).
+        self.arith = {Op.S_ADD_F: (self.add32, self.add32.y),
+                      Op.S_MUL_F: (self.mul32, self.mul32.y),
+                      Op.S_SUB_BF: (self.sub16, Cat(Const(0, 16), self.sub16.y))}
+        # Cycles left until the pipelined block of the running scalar op has its result.
+        self.arith_wait = Signal(range(max(block.stages for block, _ in self.arith.values()) + 1))
 
     def _registers(self) -> None:
         m, cfg, seq = self.m, self.cfg, self.seq
@@ -246,6 +254,12 @@ class _Datapath:
 
         # Scalar FP datapath (combinational units, and the pipelined FP unit).
         add32, mul32, sub16, sfp = self.add32, self.mul32, self.sub16, self.sfp
+        # A pipelined block's registers load while its instruction runs (the operands hold
+        # still meanwhile), so its result is ready ``stages`` cycles after EXECUTE.
+        for arith_op, (block, _) in self.arith.items():
+            if block.stages:
+                m.d.comb += block.load.eq((self.running & (op == arith_op))
+                                          .replicate(block.stages))
         m.d.comb += [add32.a.eq(f1), add32.b.eq(f2), add32.sub.eq(0),
                      mul32.a.eq(f1), mul32.b.eq(f2),
                      sub16.a.eq(f1[16:]), sub16.b.eq(f2[16:]), sub16.sub.eq(1),
@@ -366,15 +380,14 @@ class _Datapath:
             with m.Case(Op.S_MOV_F):
                 m.d.sync += f_rd.eq(f1)
                 m.d.comb += self.done.eq(1)
-            with m.Case(Op.S_ADD_F):
-                m.d.sync += f_rd.eq(self.add32.y)
-                m.d.comb += self.done.eq(1)
-            with m.Case(Op.S_MUL_F):
-                m.d.sync += f_rd.eq(self.mul32.y)
-                m.d.comb += self.done.eq(1)
-            with m.Case(Op.S_SUB_BF):
-                m.d.sync += f_rd.eq(Cat(Const(0, 16), self.sub16.y))
-                m.d.comb += self.done.eq(1)
+            for arith_op, (block, result) in self.arith.items():
+                with m.Case(arith_op):
+                    if block.stages:      # wait for the pipelined block
+                        m.d.sync += self.arith_wait.eq(block.stages - 1)
+                        m.next = "SCALAR_ARITH"
+                    else:
+                        m.d.sync += f_rd.eq(result)
+                        m.d.comb += self.done.eq(1)
             with m.Case(Op.S_MAX_IDX_F):
                 with m.If(bf16_key(f1[16:]) > bf16_key(f_rd[16:])):
                     m.d.sync += f_rd.eq(f1)
@@ -425,6 +438,17 @@ class _Datapath:
             m.d.comb += self.int_rd.addr.eq(self.g1 + self.imm)
             self.set_gp(self.instr.rd, self.int_rd.data)
             self.complete()
+        pipelined = {op: result for op, (block, result) in self.arith.items() if block.stages}
+        if pipelined:
+            with m.State("SCALAR_ARITH"):
+                with m.If(self.arith_wait == 0):
+                    with m.Switch(self.op):
+                        for arith_op, result in pipelined.items():
+                            with m.Case(arith_op):
+                                m.d.sync += self.f_rd.eq(result)
+                    self.complete()
+                with m.Else():
+                    m.d.sync += self.arith_wait.eq(self.arith_wait - 1)
         with m.State("SCALAR_FP"):
             with m.If(self.sfp.o.valid):
                 m.d.sync += self.f_rd.eq(Cat(Const(0, 16), self.sfp.y))

@@ -89,7 +89,8 @@ def golden_command(args, cfg) -> None:
     logits = golden.prepare_logits(inputs["logits"], logits_format)
     v_chunk = _v_chunk(cfg, args, inputs["logits"].shape[2])
     result = golden.sample_step_hw(logits, inputs["x"], inputs["mask_id"], inputs["k"], cfg.vlen,
-                                   stable_max=cfg.stable_max, v_chunk=v_chunk)
+                                   stable_max=cfg.stable_max, v_chunk=v_chunk,
+                                   sum_partials=cfg.stages.sum_partials)
     golden.save_sampling_outputs(args.out, result)
     print(f"memwall: wrote {args.out} (B={inputs['x'].shape[0]}, L={inputs['x'].shape[1]}, "
           f"V={inputs['logits'].shape[2]}, logits {logits_format}, "

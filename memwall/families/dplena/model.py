@@ -9,14 +9,21 @@ operand, ``e`` = elements of an L-element operand, ``lv`` = log2 VLEN reduction-
 
 =====================================  ==================================================
 scalar ALU / FP / branch / stores       1
-S_LD_INT, S_EXP_BF, S_RECIP_BF, S_CVT   2
-V_RED_* with LAST / without             n + lv + 3 / n + 2
-V_SUB_VF, V_EXP_V                       n + 3
+S_ADD_F, S_MUL_F, S_SUB_BF              1 + the block's stages (``s``)
+S_LD_INT                                2
+S_EXP_BF, S_RECIP_BF, S_CVT_BF          1 + the scalar FP unit's latency
+V_RED_* with LAST / without             n + 3 + lv * (s + 1) (+ fold) / n + 2
+V_SUB_VF, V_EXP_V                       n + 2 + the elementwise latency
 S_MAP_V_FP, V_CMP_EQ_INT, H_STORE_V     e + 3
 V_TOPK_MASK / V_SELECT_INT              e + 5 / 3e + 3
 H_STORE_INT                             2e + 2
 H_PREFETCH_V, H_WAIT                    1, once the prefetch engine is free
 =====================================  ==================================================
+
+Latencies come from :class:`memwall.hdl.dplena.stages.FpStages` (``cfg.stages``): ``s`` of a
+reduction is the FP32 adder's, and a V_RED_SUM with LAST adds the fold of the accumulator's
+partial sums over the chunks since its FIRST
+(:func:`memwall.hdl.dplena.reduction.sum_fold_cycles`).
 
 A prefetch of ``c`` logits keeps the engine busy ``beats(c) + 2`` cycles after the cycle it is
 issued in (``beats`` from :func:`memwall.golden.hbm.num_beats`: one beat a cycle from an HBM
@@ -34,14 +41,15 @@ from dataclasses import dataclass
 
 from memwall.golden.hbm import num_beats
 from memwall.hdl.dplena.config import DplenaConfig
-from memwall.hdl.dplena.isa import RED_LAST, Op
+from memwall.hdl.dplena.isa import RED_FIRST, RED_LAST, Op
 from memwall.hdl.dplena.program import Program, Workload, WorkloadError, generate
+from memwall.hdl.dplena.reduction import sum_fold_cycles
 
 __all__ = ["CycleEstimate", "estimate", "default_v_chunk", "bound_cycles", "hbm_bytes"]
 
 _ONE = {Op.NOP, Op.HALT, Op.ADDI, Op.ADD, Op.SUB, Op.BNE, Op.BEQ, Op.S_ST_INT, Op.S_ST_FP,
-        Op.S_LI_F, Op.S_MOV_F, Op.S_ADD_F, Op.S_MUL_F, Op.S_SUB_BF, Op.S_MAX_IDX_F}
-_TWO = {Op.S_LD_INT, Op.S_EXP_BF, Op.S_RECIP_BF, Op.S_CVT_BF}
+        Op.S_LI_F, Op.S_MOV_F, Op.S_MAX_IDX_F}
+_SCALAR_FP = {Op.S_EXP_BF, Op.S_RECIP_BF, Op.S_CVT_BF}
 _REDUCE = {Op.V_RED_MAX, Op.V_RED_SUM, Op.V_RED_MAX_IDX}
 _CATEGORY = {Op.H_PREFETCH_V: "memory", Op.H_WAIT: "memory", Op.H_STORE_INT: "memory",
              Op.H_STORE_V: "memory"}
@@ -109,7 +117,13 @@ def estimate(cfg: DplenaConfig, wl: Workload, steps: int = 1,
     """Cycles of ``steps`` sampling steps of ``wl`` (each one run of the program)."""
     program = program or generate(cfg, wl)
     instrs = program.instrs
+    st = cfg.stages
     levels = int(math.log2(cfg.vlen))
+    tree = levels * st.tree_level_latency
+    scalar_cost = {Op.S_LD_INT: 2, Op.S_ADD_F: 1 + st.add_fp32, Op.S_MUL_F: 1 + st.mul_fp32,
+                   Op.S_SUB_BF: 1 + st.add_bf16,
+                   **{op: 1 + st.scalar_fp_latency for op in _SCALAR_FP}}
+    sum_chunks = 0   # chunks of the running V_RED_SUM since its FIRST
     fmt, width = wl.logits_format, cfg.hbm_bytes_per_cycle
     gp = [0] * 16
     pc, now, dma_free, executed, beats_total = 0, 0, 0, 0, 0
@@ -120,8 +134,8 @@ def estimate(cfg: DplenaConfig, wl: Workload, steps: int = 1,
         g1, g2 = gp[ins.rs1], gp[ins.rs2]
         next_pc = pc + 1
         category = "scalar"
-        if op in _ONE or op in _TWO:
-            cost = 2 if op in _TWO else 1
+        if op in _ONE or op in scalar_cost:
+            cost = scalar_cost.get(op, 1)
             if op in (Op.ADDI, Op.ADD, Op.SUB, Op.BNE, Op.BEQ, Op.HALT, Op.NOP):
                 category = "control"
             if op == Op.ADDI:
@@ -144,10 +158,14 @@ def estimate(cfg: DplenaConfig, wl: Workload, steps: int = 1,
             category = "memory"
         elif op in _REDUCE:
             n = -(-g2 // cfg.vlen)
-            cost = n + levels + 3 if ins.imm & RED_LAST else n + 2
+            cost = n + 3 + tree if ins.imm & RED_LAST else n + 2
+            if op == Op.V_RED_SUM:
+                sum_chunks = n if ins.imm & RED_FIRST else sum_chunks + n
+                if ins.imm & RED_LAST:
+                    cost += sum_fold_cycles(sum_chunks, st.add_fp32)
             category = "vector"
         elif op in (Op.V_SUB_VF, Op.V_EXP_V):
-            cost = -(-g2 // cfg.vlen) + 3
+            cost = -(-g2 // cfg.vlen) + 2 + st.elementwise_latency
             category = "vector"
         elif op in (Op.S_MAP_V_FP, Op.V_CMP_EQ_INT, Op.H_STORE_V):
             cost = ins.imm + 3
