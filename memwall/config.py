@@ -22,7 +22,7 @@ from memwall.inputs import InputError, check_keys, load_yaml, shown
 __all__ = [
     "ConfigError", "CONFIG_DIR", "UnitConfig", "unit_names", "available_configs",
     "load_config", "config_from_dict", "field", "power_of_two", "int_range", "number_range",
-    "one_of",
+    "one_of", "pdk_clocks",
 ]
 
 CONFIG_DIR = Path(os.environ.get("MEMWALL_CONFIG_DIR",
@@ -76,6 +76,23 @@ def one_of(*allowed) -> Check:
     return check
 
 
+def pdk_clocks(lo: float, hi: float) -> Check:
+    """A mapping of PDK name (``flows.pdk.PLATFORMS``) to a clock in MHz in ``(lo, hi]``."""
+    def check(value):
+        from memwall.flows.pdk import PLATFORMS
+
+        allowed = f"a mapping of PDK ({', '.join(sorted(PLATFORMS))}) to MHz in ({lo}, {hi}]"
+        if not isinstance(value, dict):
+            return f"must be {allowed}"
+        for pdk, mhz in value.items():
+            if pdk not in PLATFORMS:
+                return f"has PDK {shown(pdk)}; it must be {allowed}"
+            if number_range(lo, hi)(mhz):
+                return f"has {shown(mhz)} MHz for {pdk}; it must be {allowed}"
+        return None
+    return check
+
+
 def field(default: Any, check: Check, doc: str) -> Any:
     """A config field with its default, its check and a one-line description."""
     metadata = {"check": check, "doc": doc}
@@ -91,7 +108,10 @@ def _default(f: dataclasses.Field) -> Any:
 class UnitConfig:
     """What every unit's config offers the shared flow (gen, SDC, config.mk): a clock.
 
-    A subclass sets ``unit_name`` (a class attribute, not a field) to its family's name.
+    A subclass sets ``unit_name`` (a class attribute, not a field) to its family's name. A
+    family whose hardware does not depend on its clock may also have a ``pdk_clock_mhz`` field
+    (:func:`pdk_clocks`): the clock a PDK is synthesised and timed at, where it differs from
+    ``clock_mhz`` (the clock on every other PDK, and in the generated SDC's default).
     """
 
     unit_name: ClassVar[str]
@@ -100,6 +120,13 @@ class UnitConfig:
     @property
     def clock_period_ns(self) -> float:
         return 1000.0 / self.clock_mhz
+
+    def clock_mhz_on(self, pdk: str) -> float:
+        """The clock ``pdk`` is synthesised and timed at."""
+        return getattr(self, "pdk_clock_mhz", {}).get(pdk, self.clock_mhz)
+
+    def clock_period_ns_on(self, pdk: str) -> float:
+        return 1000.0 / self.clock_mhz_on(pdk)
 
 
 def _config_classes() -> dict[str, type]:

@@ -44,11 +44,24 @@ def _tool_versions() -> dict:
     return versions
 
 
+def _pdk_periods(cfg) -> dict[str, float]:
+    """The clock periods (ns) of the PDKs whose clock differs from ``clock_mhz``."""
+    return {pdk: cfg.clock_period_ns_on(pdk) for pdk in sorted(getattr(cfg, "pdk_clock_mhz", {}))}
+
+
 def _sdc(cfg, top: str) -> str:
     period = cfg.clock_period_ns
+    per_pdk = " ".join(f"{pdk} {p:.6g}" for pdk, p in _pdk_periods(cfg).items())
+    platform = ("# The PDK's own clock where the config gives one (PLATFORM, as ORFS sets it).\n"
+                f"set memwall_pdk_periods {{{per_pdk}}}\n"
+                "if {[info exists ::env(PLATFORM)] && "
+                "[dict exists $memwall_pdk_periods $::env(PLATFORM)]} {\n"
+                "  set clk_period [dict get $memwall_pdk_periods $::env(PLATFORM)]\n"
+                "}\n") if per_pdk else ""
     return (f"# {top} from config {cfg.name}: {cfg.clock_mhz} MHz.\n"
             "# Times are in ns; a flow whose Liberty time unit differs (ASAP7: ps) scales them.\n"
             f"set clk_period {period:.6g}\n"
+            f"{platform}"
             "create_clock -name clk -period $clk_period [get_ports clk]\n"
             "set non_clock_inputs [lsearch -inline -all -not -exact [all_inputs] [get_ports clk]]\n"
             "set_input_delay [expr {0.2 * $clk_period}] -clock clk $non_clock_inputs\n"
@@ -64,7 +77,10 @@ def _config_mk(cfg, top: str, files: list[str]) -> str:
             "export PLATFORM ?= asap7\n"
             f"export VERILOG_FILES = \\\n    {verilog}\n"
             "export SDC_FILE = $(DESIGN_DIR)/constraint.sdc\n"
-            f"export CLOCK_PERIOD_NS = {cfg.clock_period_ns:.6g}\n"
+            + "".join(f"CLOCK_PERIOD_NS_{pdk} = {p:.6g}\n"
+                      for pdk, p in _pdk_periods(cfg).items())
+            + f"export CLOCK_PERIOD_NS = $(or $(CLOCK_PERIOD_NS_$(PLATFORM)),"
+            f"{cfg.clock_period_ns:.6g})\n"
             "export SYNTH_HIERARCHICAL = 1\n")
 
 

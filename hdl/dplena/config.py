@@ -14,6 +14,7 @@ from memwall.config import (
     int_range,
     number_range,
     one_of,
+    pdk_clocks,
     power_of_two,
 )
 
@@ -58,6 +59,10 @@ class DplenaConfig(UnitConfig):
                              "target clock frequency in MHz, above 1 kHz and at most 10 GHz, so "
                              "the clock period written to the SDC and config.mk is a finite "
                              "0.1 .. 1e6 ns")
+    pdk_clock_mhz: dict = field({}, pdk_clocks(0.001, 10000),
+                                "clock per PDK where it differs from clock_mhz, e.g. "
+                                "{sky130hd: 100}: the hardware does not depend on its clock, so "
+                                "each PDK is synthesised and timed at its own")
     fp_stages: int = field(0, int_range(0, max_fp_stages()),
                            "pipeline register stages inside every FP block (add, multiply, "
                            "exp, 1/x, FP32->BF16), each block capped at its own deepest "
