@@ -22,15 +22,16 @@ def power_workloads(cfg: DplenaConfig) -> list[PowerWorkload]:
     from memwall.hdl.dplena.select import MaskedSelectUnit
     from memwall.hdl.dplena.topk import TopkMaskUnit
 
-    lanes = min(SIM_LANES, cfg.vlen)
+    lanes, st = min(SIM_LANES, cfg.vlen), cfg.stages
     tb = "memwall.verif.dplena."
     return [
-        PowerWorkload("reduction", ReductionUnit(lanes), tb + "tb_reduction",
-                      {"vlen": lanes, "representative": True, "random_vectors": 24}),
-        PowerWorkload("elementwise", ElementwiseUnit(lanes), tb + "tb_elementwise",
+        PowerWorkload("reduction", ReductionUnit(lanes, st.add_fp32), tb + "tb_reduction",
+                      {"vlen": lanes, "stages": st.add_fp32, "representative": True,
+                       "random_vectors": 24}),
+        PowerWorkload("elementwise", ElementwiseUnit(lanes, st), tb + "tb_elementwise",
                       {"lanes": lanes, "representative": True, "vectors_per_op": 20},
                       "elementwise_ops"),
-        PowerWorkload("scalar_fp", ScalarFpUnit(1), tb + "tb_elementwise",
+        PowerWorkload("scalar_fp", ScalarFpUnit(1, st), tb + "tb_elementwise",
                       {"lanes": 1, "exhaustive": False, "to_bf16_vectors": 50}, "scalar_ops"),
         PowerWorkload("topk", TopkMaskUnit(cfg.block_len, cfg.k_max), tb + "tb_topk",
                       {"length": cfg.block_len, "k_max": cfg.k_max, "random_vectors": 20}),
