@@ -39,9 +39,11 @@ synth: $(STAMP)
 	$(BIN)/memwall synth $(CONFIG) --pdk $(PDK)
 
 # Runs the flow on every config x PDK of the report matrix that has no metrics yet, then
-# writes reports/area_power.{md,csv} and the plots.
+# writes reports/area_power.{md,csv} and the plots. The flows run side by side in worker
+# processes (WORKERS=N; default: the CPUs / 2, each flow running 2 Yosys jobs), or as Ray tasks
+# with RAY=local|auto|host:port (the `ray` extra; the build folder shared by every node).
 report: $(STAMP)
-	$(BIN)/memwall report --run
+	$(BIN)/memwall report --run $(if $(WORKERS),--workers $(WORKERS)) $(if $(RAY),--ray $(RAY))
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q tests

@@ -8,6 +8,7 @@ per-family verbs (``golden``, ``model``, ``run``) come from each family's descri
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,7 @@ from memwall.flows.flow import BUILD_ROOT
 from memwall.flows.pdk import PLATFORMS
 from memwall.flows.report import REPORTS
 from memwall.progress import Progress
+from memwall.sweep import RAY_INSTALL, SweepError
 
 __all__ = ["main"]
 
@@ -88,26 +90,76 @@ def report_matrix(units: list[str] | None = None) -> list[tuple[str, str]]:
     return pairs
 
 
-def cmd_report(args) -> None:
+def report_job(config: str, pdk: str, build: str, jobs: int, force: bool) -> dict:
+    """One cell of ``memwall report --run``'s matrix, as a sweep job (a worker process or a
+    Ray task): generate the config's RTL (dropping results of RTL that has changed since), run
+    the flow unless its metrics exist (or ``force``), and return the metrics.json it wrote.
+
+    ``build`` is absolute: on a Ray cluster it must be the same path on every node (a shared
+    filesystem). The flow's progress lines go to the job's log (:attr:`memwall.sweep.Job.log`).
+    """
     from memwall.flows.flow import metrics_path, run_flow
-    from memwall.flows.pdk import find_pdk
-    from memwall.flows.report import write_report
     from memwall.gen import generate
 
+    root = Path(build)
+    generate(_load(config), root)
+    path = metrics_path(config, pdk, root)
+    if force or not path.exists():
+        run_flow(config, pdk, jobs=jobs, build_root=root, progress=Progress(plain=True))
+    return json.loads(path.read_text())
+
+
+def report_jobs(matrix: list[tuple[str, str]], build: Path, jobs: int, force: bool) -> list:
+    """The sweep jobs of ``matrix``: one per (config, PDK), ``jobs`` CPUs each; the jobs of one
+    config run one at a time, since each regenerates ``build/<config>/`` and runs the same
+    power simulation (one build folder per design)."""
+    from memwall.sweep import Job
+
+    root = build.resolve()
+    return [Job(f"{config}/{pdk}", report_job, (config, pdk, str(root), jobs, force),
+                cpus=jobs, exclusive=config, log=root / "logs" / "report" / f"{config}.{pdk}.log")
+            for config, pdk in matrix]
+
+
+def cmd_report(args) -> None:
+    """``memwall report [--run]``: with ``--run``, first the report matrix through one sweep
+    (:mod:`memwall.sweep`: local worker processes, or ``--ray ADDRESS``), then the tables."""
+    from memwall.files import write_json_atomic
+    from memwall.flows.flow import metrics_path
+    from memwall.flows.pdk import find_pdk
+    from memwall.flows.report import write_report
+    from memwall.sweep import backend, run_sweep
+
+    if not args.run and (args.ray is not None or args.workers is not None):
+        raise UsageError("--ray and --workers go with --run")
     build = output_folder(args.build, "--build") if args.run else Path(args.build)
     output_folder(args.out)
     if args.run:
         matrix = report_matrix(args.only)
-        for pdk in sorted({pdk for _, pdk in matrix}):   # before hours of work start
-            find_pdk(pdk, cache_root=build / "pdk")
-        with Progress(plain=True if args.quiet else None) as progress, \
-                progress.task("report --run: config x PDK", len(matrix)) as jobs:
-            for config, pdk in matrix:
-                # Regenerating drops the results of a config whose RTL has changed since.
-                generate(_load(config), build)
-                if args.force or not metrics_path(config, pdk, build).exists():
-                    run_flow(config, pdk, jobs=args.jobs, build_root=build, progress=progress)
-                jobs.advance(f"{config}/{pdk}")
+        # Before hours of work start: Ray installed and reachable, every PDK there.
+        with backend(args.ray, args.workers) as runner, \
+                Progress(plain=True if args.quiet else None) as progress:
+            for pdk in sorted({pdk for _, pdk in matrix}):
+                find_pdk(pdk, cache_root=build / "pdk")
+
+            def keep(job, metrics: dict) -> None:
+                # On a shared build folder the job's file is already here; otherwise (a Ray
+                # node without it) the job's answer is written where the report reads it.
+                config, pdk = job.args[:2]
+                path = metrics_path(config, pdk, build)
+                try:
+                    here = json.loads(path.read_text())
+                except (OSError, ValueError):
+                    here = None
+                if here != metrics:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    write_json_atomic(path, metrics)
+                    progress.log(f"{job.name}: wrote {path} from the job's answer (the worker "
+                                 f"did not write it in this build folder)")
+
+            run_sweep(report_jobs(matrix, build, args.jobs, args.force), runner,
+                      progress=progress, description="report --run: config x PDK",
+                      on_result=keep)
     try:
         out = write_report(build, Path(args.out), units=args.only)
     except FileNotFoundError as exc:
@@ -184,7 +236,16 @@ def build_parser() -> argparse.ArgumentParser:
                              "that has no metrics yet")
     report.add_argument("--force", action="store_true", help="with --run: redo all of them")
     report.add_argument("--jobs", type=jobs_int, default=2,
-                        help="parallel Yosys runs (default 2)")
+                        help="parallel Yosys runs per flow (default 2)")
+    report.add_argument("--workers", type=jobs_int, default=None,
+                        help="with --run: flows at once, each in its own process (default: "
+                             "the CPUs available divided by --jobs, at least 1; on Ray: the "
+                             "cluster's CPUs divided by --jobs)")
+    report.add_argument("--ray", metavar="ADDRESS", default=None,
+                        help="with --run: run the flows as Ray tasks: 'local' (a Ray instance "
+                             "on this machine), 'auto' (the cluster this machine is a node of) "
+                             "or the head's host:port; the build folder must be on a filesystem "
+                             f"every node shares. Needs the ray extra ({RAY_INSTALL})")
     report.add_argument("--only", nargs="+", metavar="UNIT", choices=sorted(families()),
                         help="only these unit families' configs (default: all)")
     report.add_argument("--build", default=str(BUILD_ROOT),
@@ -200,7 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _tool_failures() -> tuple[type[Exception], ...]:
     """A flow step or simulation that failed: its message names the step, its log and the
-    log's last lines, which is all the terminal needs."""
+    log's last lines, which is all the terminal needs. A sweep with failed jobs
+    (:class:`memwall.sweep.SweepError`) names each job and its error."""
     from memwall.flows.activity import ActivityError
     from memwall.flows.flow import FlowError
     from memwall.flows.liberty import LibertyError
@@ -208,7 +270,8 @@ def _tool_failures() -> tuple[type[Exception], ...]:
     from memwall.flows.opensta2019 import StaError
     from memwall.verif.common.runner import SimulationFailed
 
-    return (ActivityError, FlowError, LibertyError, NetlistError, StaError, SimulationFailed)
+    return (ActivityError, FlowError, LibertyError, NetlistError, StaError, SimulationFailed,
+            SweepError)
 
 
 def main(argv: list[str] | None = None) -> int:
