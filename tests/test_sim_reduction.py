@@ -15,8 +15,9 @@ def test_reduction(vlen):
 
 @pytest.mark.parametrize("stages", sorted({1, 2, FpStages.uniform(99).add_fp32}))
 def test_pipelined_reduction(stages):
-    """FP32 adders of ``stages``: tree levels of stages + 1, stages + 1 partial sums."""
-    simulate(ReductionUnit(8, stages), "reduction_unit", TB, {"vlen": 8, "stages": stages})
+    """FP32 adders of ``stages``: tree levels of stages + 1, stages + 2 partial sums."""
+    partials = FpStages(add_fp32=stages).sum_partials
+    simulate(ReductionUnit(8, stages), "reduction_unit", TB, {"vlen": 8, "partials": partials})
 
 
 def test_reduction_verilator():

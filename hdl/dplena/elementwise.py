@@ -12,7 +12,7 @@ not toggle (the lanes are most of the datapath's power).
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 from memwall.hdl.common.fp import Fp32ToBf16, FpAdd, FpMul
@@ -50,9 +50,12 @@ def _isolate(value, enable):
 class ElementwiseLane(wiring.Component):
     """One BF16 lane: ``y = a op b`` (or ``exp(a)``), registered when the result is loaded.
 
-    The add, multiply and exp blocks have the pipeline depths of ``stages``; the shallower
-    ones are padded to the deepest (``d``), and stage ``d`` (``load[d]``) registers the result
-    of the op that ``last_cmd`` (the command entering that stage) names. Latency ``d + 1``.
+    Combinational blocks (``d = 0``): the result register is the only stage. Pipelined blocks
+    (``d`` = the deepest of add, multiply and exp): stage 0 registers the operands (``b``
+    already the scalar where the command says so) and the op, so the blocks start from
+    registers whatever drives the lane; the blocks follow (the shallower ones padded to
+    ``d``); stage ``d + 1`` registers the result of the op that ``last_cmd`` (the command
+    entering it) names. Latency :attr:`FpStages.elementwise_latency`.
 
     Parameters
     ----------
@@ -61,7 +64,7 @@ class ElementwiseLane(wiring.Component):
 
     Attributes
     ----------
-    load : In(d + 1)
+    load : In(latency)
     cmd : In(EW_CMD)
         The command entering the lane (broadcast to all lanes).
     last_cmd : In(EW_CMD)
@@ -74,10 +77,10 @@ class ElementwiseLane(wiring.Component):
 
     def __init__(self, stages: FpStages = FpStages()):
         self.stages = stages
-        self.depth = stages.elementwise_latency - 1
+        self.depth = max(stages.add_bf16, stages.mul_bf16, stages.exp)
         self.params = _lane_params(stages, ("add_bf16", "mul_bf16", "exp"))
-        ports = {"load": In(self.depth + 1), "cmd": In(EW_CMD), "a": In(16), "b": In(16),
-                 "y": Out(16)}
+        ports = {"load": In(stages.elementwise_latency), "cmd": In(EW_CMD), "a": In(16),
+                 "b": In(16), "y": Out(16)}
         if self.depth:
             ports["last_cmd"] = In(EW_CMD)
         super().__init__(ports)
@@ -87,21 +90,21 @@ class ElementwiseLane(wiring.Component):
         st = self.stages
         add, mul = FpAdd("bf16", stages=st.add_bf16), FpMul("bf16", stages=st.mul_bf16)
         exp = Bf16Exp(stages=st.exp)
-        op = self.cmd.op
-        b = Mux(self.cmd.scalar_b, self.cmd.scalar, self.b)
+        a, b, op, load = _operands(m, self.depth, self.load, EwOp, self.cmd.op, self.a,
+                                   Mux(self.cmd.scalar_b, self.cmd.scalar, self.b))
         use_add = (op == EwOp.ADD) | (op == EwOp.SUB)
         use_mul = op == EwOp.MUL
         use_exp = op == EwOp.EXP
         m.d.comb += [
-            add.a.eq(_isolate(self.a, use_add)), add.b.eq(_isolate(b, use_add)),
+            add.a.eq(_isolate(a, use_add)), add.b.eq(_isolate(b, use_add)),
             add.sub.eq(op == EwOp.SUB),
-            mul.a.eq(_isolate(self.a, use_mul)), mul.b.eq(_isolate(b, use_mul)),
-            exp.a.eq(_isolate(self.a, use_exp)),
+            mul.a.eq(_isolate(a, use_mul)), mul.b.eq(_isolate(b, use_mul)),
+            exp.a.eq(_isolate(a, use_exp)),
         ]
-        ys = _blocks(m, self.load, self.depth, (("add", add), ("mul", mul), ("exp", exp)))
+        ys = _blocks(m, load, self.depth, (("add", add), ("mul", mul), ("exp", exp)))
         last_op = (self.last_cmd if self.depth else self.cmd).op
         result = Signal(16, reset_less=True)
-        with m.If(self.load[self.depth]):
+        with m.If(load[self.depth]):
             with m.Switch(last_op):
                 with m.Case(EwOp.ADD, EwOp.SUB):
                     m.d.sync += result.eq(ys["add"])
@@ -116,6 +119,23 @@ class ElementwiseLane(wiring.Component):
 def _lane_params(stages: FpStages, fields: tuple[str, ...]) -> dict:
     """A lane's ``params``: the depths of its own blocks, none when all are combinational."""
     return {name: value for name, value in stages.as_params().items() if name in fields}
+
+
+def _operands(m: Module, depth: int, load, op_enum, op, *operands):
+    """The operands and op (of enum ``op_enum``) the blocks see, and the loads of the stages
+    after the operand register.
+
+    Combinational lanes use them as they come. Pipelined lanes register them at stage 0
+    (``load[0]``), so the blocks' first stage starts from registers."""
+    if not depth:
+        return (*operands, op, load)
+    regs = [Signal(len(Value.cast(value)), name=f"operand{n}", reset_less=True)
+            for n, value in enumerate(operands)]
+    op_reg = Signal(op_enum, name="op", reset_less=True)
+    with m.If(load[0]):
+        m.d.sync += [reg.eq(value) for reg, value in zip(regs, operands, strict=True)]
+        m.d.sync += op_reg.eq(op)
+    return (*regs, op_reg, load[1:])
 
 
 def _blocks(m: Module, load, depth: int, blocks) -> dict:
@@ -173,17 +193,16 @@ SCALAR_CMD = data.StructLayout({"op": ScalarOp, "tag": 4})
 
 
 class ScalarFpLane(wiring.Component):
-    """The FP unit's datapath: e^x, 1/x (BF16) and FP32 -> BF16, registered at stage ``d``.
-
-    Pipelined like :class:`ElementwiseLane`: blocks padded to the deepest (``d``), latency
-    ``d + 1``.
+    """The FP unit's datapath: e^x, 1/x (BF16) and FP32 -> BF16, pipelined like
+    :class:`ElementwiseLane` (operands registered at stage 0 when the blocks are pipelined).
+    Latency :attr:`FpStages.scalar_fp_latency`.
 
     Attributes
     ----------
-    load : In(d + 1)
+    load : In(latency)
     cmd : In(SCALAR_CMD)
     last_cmd : In(SCALAR_CMD)
-        Only when ``d > 0``.
+        Only when the blocks are pipelined.
     a : In(32)
         FP32 operand for TO_BF16; BF16 in ``a[0:16]`` for EXP and RECIP.
     y : Out(16)
@@ -191,9 +210,10 @@ class ScalarFpLane(wiring.Component):
 
     def __init__(self, stages: FpStages = FpStages()):
         self.stages = stages
-        self.depth = stages.scalar_fp_latency - 1
+        self.depth = max(stages.exp, stages.recip, stages.to_bf16)
         self.params = _lane_params(stages, ("exp", "recip", "to_bf16"))
-        ports = {"load": In(self.depth + 1), "cmd": In(SCALAR_CMD), "a": In(32), "y": Out(16)}
+        ports = {"load": In(stages.scalar_fp_latency), "cmd": In(SCALAR_CMD), "a": In(32),
+                 "y": Out(16)}
         if self.depth:
             ports["last_cmd"] = In(SCALAR_CMD)
         super().__init__(ports)
@@ -203,17 +223,16 @@ class ScalarFpLane(wiring.Component):
         st = self.stages
         exp, recip = Bf16Exp(stages=st.exp), Bf16Recip(stages=st.recip)
         cvt = Fp32ToBf16(stages=st.to_bf16)
-        op = self.cmd.op
+        a, op, load = _operands(m, self.depth, self.load, ScalarOp, self.cmd.op, self.a)
         m.d.comb += [
-            exp.a.eq(_isolate(self.a[:16], op == ScalarOp.EXP)),
-            recip.a.eq(_isolate(self.a[:16], op == ScalarOp.RECIP)),
-            cvt.a.eq(_isolate(self.a, op == ScalarOp.TO_BF16)),
+            exp.a.eq(_isolate(a[:16], op == ScalarOp.EXP)),
+            recip.a.eq(_isolate(a[:16], op == ScalarOp.RECIP)),
+            cvt.a.eq(_isolate(a, op == ScalarOp.TO_BF16)),
         ]
-        ys = _blocks(m, self.load, self.depth,
-                     (("exp", exp), ("recip", recip), ("to_bf16", cvt)))
+        ys = _blocks(m, load, self.depth, (("exp", exp), ("recip", recip), ("to_bf16", cvt)))
         last_op = (self.last_cmd if self.depth else self.cmd).op
         result = Signal(16, reset_less=True)
-        with m.If(self.load[self.depth]):
+        with m.If(load[self.depth]):
             with m.Switch(last_op):
                 with m.Case(ScalarOp.EXP):
                     m.d.sync += result.eq(ys["exp"])

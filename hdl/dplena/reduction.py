@@ -13,7 +13,7 @@ vectors, so generation time does not grow with VLEN.
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -22,6 +22,8 @@ from memwall.hdl.common.lanes import LockstepControl
 from memwall.hdl.common.netlist import unique_submodule
 from memwall.hdl.common.pipeline import delay
 from memwall.hdl.common.structural import Netlist, Structural
+
+from .stages import tree_latency
 
 __all__ = ["ReduceOp", "ReductionNode", "ReductionLeafPair", "CountSplit", "ReductionTree",
            "ReductionAccumulator", "ReductionUnit", "reduction_tree", "reduce_cmd_layout",
@@ -42,7 +44,7 @@ def _tree_outputs(index_width: int) -> dict:
             "sum": Out(32)}
 
 
-def _merge(m: Module, component, left: dict, right: dict, stages: int) -> None:
+def _merge(m: Module, load, component, left: dict, right: dict, stages: int) -> None:
     """One tree node: compare-select the max and add the sums; ``stages + 1`` pipeline stages.
 
     The FP32 adder has ``stages`` register stages (``load[:stages]``); the compare-select
@@ -50,7 +52,6 @@ def _merge(m: Module, component, left: dict, right: dict, stages: int) -> None:
     (higher-index) side wins only if valid and strictly greater by ``bf16_key`` or the left is
     invalid, so the first index wins ties.
     """
-    load = component.load
     adder = FpAdd("fp32", stages=stages)
     unique_submodule(m, "adder", adder)
     m.d.comb += [adder.a.eq(left["sum"]), adder.b.eq(right["sum"]), adder.sub.eq(0)]
@@ -104,7 +105,7 @@ class ReductionNode(wiring.Component):
         m = Module()
         sides = [{k: getattr(self, f"{s}_{k}") for k in ("value", "valid", "index", "sum")}
                  for s in ("l", "r")]
-        _merge(m, self, *sides, self.stages)
+        _merge(m, self.load, self, *sides, self.stages)
         return m
 
 
@@ -118,16 +119,32 @@ class ReductionLeafPair(wiring.Component):
         self.stages = stages
         self.params = _stage_params({}, stages)
         super().__init__({"data": In(data.ArrayLayout(16, 2)), "count": In(range(3)),
-                          "load": In(stages + 1), **_tree_outputs(1)})
+                          "load": In(tree_latency(1, stages)), **_tree_outputs(1)})
 
     def elaborate(self, platform):
         m = Module()
         valid = (self.count >= 1, self.count >= 2)
-        left, right = ({"value": self.data[n], "valid": valid[n], "index": Const(0, 0),
-                        "sum": Mux(valid[n], Cat(Const(0, 16), self.data[n]), 0)}
-                       for n in range(2))
-        _merge(m, self, left, right, self.stages)
+        sides = [{"value": self.data[n], "valid": valid[n], "index": Const(0, 0),
+                  "sum": Mux(valid[n], Cat(Const(0, 16), self.data[n]), 0)} for n in range(2)]
+        load = self.load
+        if self.stages:
+            # Pipelined adders start from registers: the count's split down the tree and
+            # the masking get a cycle of their own.
+            sides = [{key: _register(m, value, f"in{n}_{key}", load[0])
+                      for key, value in side.items()} for n, side in enumerate(sides)]
+            load = load[1:]
+        _merge(m, load, self, *sides, self.stages)
         return m
+
+
+def _register(m: Module, value, name: str, load):
+    value = Value.cast(value)
+    if not len(value):
+        return value
+    reg = Signal(len(value), name=name, reset_less=True)
+    with m.If(load):
+        m.d.sync += reg.eq(value)
+    return reg
 
 
 class CountSplit(wiring.Component):
@@ -167,8 +184,9 @@ class ReductionTree(Structural, wiring.Component):
         BF16 lane values.
     count : In(range(lanes + 1))
         Valid lanes: ``0 .. count-1``.
-    load : In(log2(lanes) * (stages + 1))
-        Stage enables, ``stages + 1`` per tree level (level 0 = the leaf pairs).
+    load : In(tree_latency(log2(lanes), stages))
+        Stage enables: the leaves' input register when ``stages > 0``, then ``stages + 1``
+        per tree level (level 0 = the leaf pairs).
     max_value, max_valid, max_index : Out
         The winning lane's BF16 bits, whether any lane was valid, and its lane index.
     sum : Out(32)
@@ -182,12 +200,13 @@ class ReductionTree(Structural, wiring.Component):
         self.levels = exact_log2(lanes)
         self.params = _stage_params({"lanes": lanes}, stages)
         super().__init__({"data": In(data.ArrayLayout(16, lanes)), "count": In(range(lanes + 1)),
-                          "load": In(self.levels * (stages + 1)),
+                          "load": In(tree_latency(self.levels, stages)),
                           **_tree_outputs(self.levels)})
 
     def structure(self, netlist: Netlist) -> None:
         io = netlist.io
-        half, sub_levels, per_level = self.lanes // 2, self.levels - 1, self.stages + 1
+        half, sub_levels = self.lanes // 2, self.levels - 1
+        sub_latency = tree_latency(sub_levels, self.stages)
         data, load = netlist.net(io.data), netlist.net(io.load)
         split = netlist.instance("split", CountSplit(self.lanes))
         netlist.connect(io.count, split.count)
@@ -198,10 +217,10 @@ class ReductionTree(Structural, wiring.Component):
                                                    strict=True)):
             netlist.bind(sub.data, data[n * half * 16:(n + 1) * half * 16])
             netlist.connect(count, sub.count)
-            netlist.bind(sub.load, load[:sub_levels * per_level])
+            netlist.bind(sub.load, load[:sub_latency])
             for out, into in _NODE_INPUTS.items():
                 netlist.connect(sub[out], node[f"{side}_{into}"])
-        netlist.bind(node.load, load[sub_levels * per_level:])
+        netlist.bind(node.load, load[sub_latency:])
         for out in _NODE_INPUTS:
             netlist.connect(node[out], io[out])
 
@@ -232,19 +251,15 @@ class ReductionAccumulator(wiring.Component):
 
     MAX and MAX_IDX: one compare-select a chunk, the result the cycle after the last chunk.
 
-    SUM: the FP32 adder has ``stages`` register stages, so a chunk's add is not done when the
-    next chunk arrives. The accumulator keeps ``P = stages + 1`` partial sums: chunk ``c`` of a
+    SUM: with a pipelined FP32 adder (``stages > 0``) an add is in flight ``stages + 1``
+    cycles (its operands are registered first), so a chunk's add is not done when the next
+    chunk arrives. The accumulator keeps ``P = stages + 2`` partial sums: chunk ``c`` of a
     vector goes to partial ``c mod P`` (the first chunk of a partial is stored, later ones are
-    added), so the add a chunk needs is always ``P`` chunks, at least ``stages + 1`` cycles,
-    old. After the last chunk the partials are folded in order, ``((p0 + p1) + p2) + ...``,
-    one add at a time, and the sum is emitted: :func:`memwall.golden.fparith.reduce_sum` with
-    ``partials=P``; with ``stages=0``, ``P = 1`` and the running sum of chunks in order.
-
-    Exact timing, for ``n`` chunks of a SUM accepted on consecutive cycles, the last at cycle
-    ``t`` and ``P > 1``: the fold starts once no add is in flight (cycle ``t + 1``, or
-    ``t + stages + 1`` if ``n > P``) and takes ``stages + 1`` cycles per partial after the
-    first of ``min(n, P)``; the result register is written in the cycle the fold ends.
-    (:func:`sum_fold_cycles`).
+    added), so the partial a chunk adds to is always ``P`` chunks, at least ``P`` cycles, old.
+    After the last chunk the partials are folded in order, ``((p0 + p1) + p2) + ...``, one add
+    at a time, and the sum is emitted: :func:`memwall.golden.fparith.reduce_sum` with
+    ``partials=P``. With ``stages=0``, ``P = 1``: the running sum of the chunks in order, the
+    add combinational. Exact timing: :func:`sum_fold_cycles`.
 
     Parameters
     ----------
@@ -256,7 +271,7 @@ class ReductionAccumulator(wiring.Component):
 
     def __init__(self, vlen: int, stages: int = 0):
         self.vlen, self.stages = vlen, stages
-        self.partials = stages + 1
+        self.partials = stages + 2 if stages else 1
         self.params = _stage_params({"vlen": vlen}, stages)
         super().__init__({
             "chunk": In(stream.Signature(reduce_cmd_layout(vlen))),
@@ -326,7 +341,10 @@ class _PartialSums:
     adder with ``stages`` register stages, its in-flight bookkeeping and the final fold."""
 
     def __init__(self, m: Module, stages: int, chunk_sum):
-        self.m, self.stages, self.count = m, stages, stages + 1
+        self.m, self.stages = m, stages
+        # Cycles an add is in flight: the operand register and the adder's stages.
+        self.latency = stages + 1 if stages else 0
+        self.count = self.latency + 1
         self.adder = adder = FpAdd("fp32", stages=stages)
         unique_submodule(m, "adder", adder)
         self.chunk_sum = chunk_sum
@@ -334,27 +352,32 @@ class _PartialSums:
         self.part_valid = Signal(self.count)
         self.slot = Signal(range(self.count))      # the partial the next chunk goes to
         self.fold_next = Signal(range(self.count + 1))   # the partial the fold adds next
-        # An add in each adder stage: valid bit and the partial its result goes to.
-        self.busy = [Signal(name=f"busy{j}") for j in range(stages)]
-        self.tag = [Signal(range(self.count), name=f"tag{j}") for j in range(stages)]
-        self.issue = Signal()                      # an add enters the adder this cycle
+        # An add in each cycle of its flight: valid bit and the partial its result goes to.
+        self.busy = [Signal(name=f"busy{j}") for j in range(self.latency)]
+        self.tag = [Signal(range(self.count), name=f"tag{j}") for j in range(self.latency)]
+        self.issue = Signal()                      # an add starts this cycle
         self.issue_tag = Signal(range(self.count))
         self.a, self.b = Signal(32), Signal(32)
-        m.d.comb += [adder.a.eq(Mux(self.issue, self.a, 0)),
-                     adder.b.eq(Mux(self.issue, self.b, 0)), adder.sub.eq(0)]
-        issues = [self.issue, *self.busy[:-1]]
-        if stages:
-            m.d.comb += adder.load.eq(Cat(*issues))
-            m.d.sync += [busy.eq(src) for busy, src in zip(self.busy, issues, strict=True)]
+        if self.latency:
+            # The operands are registered, so the adder starts from registers.
+            a, b = (Signal(32, name=f"operand_{n}", reset_less=True) for n in "ab")
+            with m.If(self.issue):
+                m.d.sync += [a.eq(self.a), b.eq(self.b)]
+            m.d.comb += [adder.a.eq(a), adder.b.eq(b), adder.load.eq(Cat(*self.busy[:-1]))]
+            m.d.sync += [busy.eq(src) for busy, src in
+                         zip(self.busy, [self.issue, *self.busy[:-1]], strict=True)]
             m.d.sync += [tag.eq(src) for tag, src in
                          zip(self.tag, [self.issue_tag, *self.tag[:-1]], strict=True)]
             done, done_tag = self.busy[-1], self.tag[-1]
         else:
+            m.d.comb += [adder.a.eq(Mux(self.issue, self.a, 0)),
+                         adder.b.eq(Mux(self.issue, self.b, 0))]
             done, done_tag = self.issue, self.issue_tag
+        m.d.comb += adder.sub.eq(0)
         # The adder's result lands in its partial in the cycle it leaves the adder.
         with m.If(done):
             m.d.sync += Array(self.part)[done_tag].eq(adder.y)
-        self.idle = ~Cat(*self.busy).any() if stages else Const(1)
+        self.idle = ~Cat(*self.busy).any() if self.latency else Const(1)
         self.fold_done = Signal()
         if self.count > 1:
             self._fold()
@@ -398,13 +421,15 @@ class _PartialSums:
 
 def sum_fold_cycles(chunks: int, stages: int) -> int:
     """Cycles from a SUM's last chunk entering the accumulator to its result register being
-    written (the result is valid the cycle after), for ``chunks`` chunks on consecutive
-    cycles; 0 with ``stages = 0``. Mirrors :class:`ReductionAccumulator`."""
-    partials = stages + 1
-    if partials == 1:
+    written (the result is valid the cycle after), for ``chunks`` chunks since its FIRST; 0
+    with ``stages = 0``. Mirrors :class:`ReductionAccumulator`: an add is in flight
+    ``stages + 1`` cycles (operand register, adder), and the next add on its partial may start
+    the cycle after it lands."""
+    if not stages:
         return 0
-    start = stages + 1 if chunks > partials else 1
-    return start + (min(chunks, partials) - 1) * (stages + 1)
+    step, partials = stages + 2, stages + 2
+    start = step if chunks > partials else 1
+    return start + (min(chunks, partials) - 1) * step
 
 
 class ReductionUnit(Structural, wiring.Component):
@@ -450,7 +475,7 @@ class ReductionUnit(Structural, wiring.Component):
     def structure(self, netlist: Netlist) -> None:
         io = netlist.io
         cmd = reduce_cmd_layout(self.vlen)
-        latency = exact_log2(self.vlen) * (self.stages + 1)
+        latency = tree_latency(exact_log2(self.vlen), self.stages)
         control = netlist.instance("control", LockstepControl(cmd, latency=latency))
         tree = netlist.instance("tree", reduction_tree(self.vlen, self.stages))
         accumulator = netlist.instance("accumulator",

@@ -164,8 +164,10 @@ class _Datapath:
         self.arith = {Op.S_ADD_F: (self.add32, self.add32.y),
                       Op.S_MUL_F: (self.mul32, self.mul32.y),
                       Op.S_SUB_BF: (self.sub16, Cat(Const(0, 16), self.sub16.y))}
-        # Cycles left until the pipelined block of the running scalar op has its result.
+        # Cycles left until the pipelined block of the running scalar op has its result, and
+        # the operands it runs on.
         self.arith_wait = Signal(range(max(block.stages for block, _ in self.arith.values()) + 1))
+        self.arith_a, self.arith_b = Signal(32), Signal(32)
 
     def _registers(self) -> None:
         m, cfg, seq = self.m, self.cfg, self.seq
@@ -235,34 +237,46 @@ class _Datapath:
         self.left = g2 - (self.issued << vshift)   # elements of a vector operand not issued
         self.lo_nonzero = Cat(lane != 0 for lane in seq.vs_rd_lo)   # a 0/1 mask row as bits
 
+        # The units' commands come from registers set when a vector instruction starts
+        # (start_vector), not from the decode of the instruction memory's output: the units
+        # then have a whole cycle for their first stage.
         red_cmd, ew_cmd = seq.red_i.payload, seq.ew_i.payload
+        self.red_op, self.red_flags = Signal(ReduceOp), Signal(2)
+        self.ew_op, self.ew_scalar = Signal(EwOp), Signal(16)
         m.d.comb += [seq.red_o.ready.eq(1), seq.ew_o.ready.eq(1),
                      seq.red_i.valid.eq(0), seq.ew_i.valid.eq(0),
+                     red_cmd.op.eq(self.red_op),
                      red_cmd.count.eq(self.p_lanes),
-                     red_cmd.first.eq(self.p_first & imm[0]),
-                     red_cmd.last.eq(self.p_last & imm[1]),
-                     ew_cmd.scalar.eq(f3[16:]), ew_cmd.tag.eq(0),
-                     ew_cmd.op.eq(Mux(op == Op.V_EXP_V, EwOp.EXP, EwOp.SUB)),
-                     ew_cmd.scalar_b.eq(1)]
+                     red_cmd.first.eq(self.p_first & self.red_flags[0]),
+                     red_cmd.last.eq(self.p_last & self.red_flags[1]),
+                     ew_cmd.scalar.eq(self.ew_scalar), ew_cmd.tag.eq(0),
+                     ew_cmd.op.eq(self.ew_op), ew_cmd.scalar_b.eq(1)]
+        self.red_op_next = Signal(ReduceOp)
         with m.Switch(op):
             with m.Case(Op.V_RED_MAX):
-                m.d.comb += red_cmd.op.eq(ReduceOp.MAX)
+                m.d.comb += self.red_op_next.eq(ReduceOp.MAX)
             with m.Case(Op.V_RED_SUM):
-                m.d.comb += red_cmd.op.eq(ReduceOp.SUM)
+                m.d.comb += self.red_op_next.eq(ReduceOp.SUM)
             with m.Default():
-                m.d.comb += red_cmd.op.eq(ReduceOp.MAX_IDX)
+                m.d.comb += self.red_op_next.eq(ReduceOp.MAX_IDX)
 
         # Scalar FP datapath (combinational units, and the pipelined FP unit).
         add32, mul32, sub16, sfp = self.add32, self.mul32, self.sub16, self.sfp
-        # A pipelined block's registers load while its instruction runs (the operands hold
-        # still meanwhile), so its result is ready ``stages`` cycles after EXECUTE.
+        # A pipelined block starts from operand registers set in EXECUTE, and its stages load
+        # while its instruction runs: the result is ready ``stages + 1`` cycles after EXECUTE.
+        x1, x2 = f1, f2
+        if any(block.stages for block, _ in self.arith.values()):
+            x1, x2 = self.arith_a, self.arith_b
         for arith_op, (block, _) in self.arith.items():
             if block.stages:
                 m.d.comb += block.load.eq((self.running & (op == arith_op))
                                           .replicate(block.stages))
-        m.d.comb += [add32.a.eq(f1), add32.b.eq(f2), add32.sub.eq(0),
-                     mul32.a.eq(f1), mul32.b.eq(f2),
-                     sub16.a.eq(f1[16:]), sub16.b.eq(f2[16:]), sub16.sub.eq(1),
+        ins = {block: (x1, x2) if block.stages else (f1, f2)
+               for block in (add32, mul32, sub16)}
+        m.d.comb += [add32.a.eq(ins[add32][0]), add32.b.eq(ins[add32][1]), add32.sub.eq(0),
+                     mul32.a.eq(ins[mul32][0]), mul32.b.eq(ins[mul32][1]),
+                     sub16.a.eq(ins[sub16][0][16:]), sub16.b.eq(ins[sub16][1][16:]),
+                     sub16.sub.eq(1),
                      sfp.o.ready.eq(1), sfp.a.eq(Mux(op == Op.S_CVT_BF, f1, f1[16:]))]
         with m.Switch(op):
             with m.Case(Op.S_EXP_BF):
@@ -314,8 +328,11 @@ class _Datapath:
         self.complete()
 
     def start_vector(self, state: str) -> None:
-        """Set up a vector instruction: nothing issued or retired yet."""
-        self.m.d.sync += [self.issued.eq(0), self.retired.eq(0), self.p_valid.eq(0)]
+        """Set up a vector instruction: nothing issued or retired yet; its unit command."""
+        self.m.d.sync += [self.issued.eq(0), self.retired.eq(0), self.p_valid.eq(0),
+                          self.red_op.eq(self.red_op_next), self.red_flags.eq(self.imm[:2]),
+                          self.ew_op.eq(Mux(self.op == Op.V_EXP_V, EwOp.EXP, EwOp.SUB)),
+                          self.ew_scalar.eq(self.f3[16:])]
         self.m.next = state
 
     def issue_rows(self) -> None:
@@ -382,8 +399,9 @@ class _Datapath:
                 m.d.comb += self.done.eq(1)
             for arith_op, (block, result) in self.arith.items():
                 with m.Case(arith_op):
-                    if block.stages:      # wait for the pipelined block
-                        m.d.sync += self.arith_wait.eq(block.stages - 1)
+                    if block.stages:      # register the operands, wait for the block
+                        m.d.sync += [self.arith_wait.eq(block.stages),
+                                     self.arith_a.eq(f1), self.arith_b.eq(self.f2)]
                         m.next = "SCALAR_ARITH"
                     else:
                         m.d.sync += f_rd.eq(result)

@@ -5,12 +5,18 @@ block that allows fewer (its ``DEPTHS`` table, :mod:`memwall.hdl.common.pipeline
 maximum. Every latency the units, the sequencer and the cycle model use is derived here, so
 the RTL and :mod:`memwall.families.dplena.model` cannot disagree:
 
-* a lane of several blocks (elementwise: add, mul, exp; scalar FP: exp, 1/x, FP32 -> BF16) pads
-  its shorter blocks to the deepest, then registers the selected result: latency ``max + 1``;
-* a reduction-tree level is one FP32 add plus the node's output register: ``add_fp32 + 1``;
-* the cross-chunk accumulator keeps ``add_fp32 + 1`` interleaved FP32 partial sums, so a chunk
-  a cycle never waits for the previous chunk's add (:func:`memwall.golden.fparith.reduce_sum`);
-* the sequencer's S_ADD_F, S_MUL_F and S_SUB_BF take their block's stages plus one cycle.
+* a pipelined block always starts from registers: whatever drives a unit (the sequencer's
+  decode, a memory macro's output) has the cycle before to arrive. So a lane of several blocks
+  (elementwise: add, mul, exp; scalar FP: exp, 1/x, FP32 -> BF16) registers its operands,
+  runs its blocks (the shorter ones padded to the deepest, ``d``) and registers the selected
+  result: latency ``d + 2`` (``1`` when combinational);
+* a reduction-tree level is one FP32 add plus the node's output register, ``add_fp32 + 1``,
+  and the leaves register their masked inputs first;
+* the cross-chunk accumulator registers its add's operands too, and keeps one interleaved FP32
+  partial sum per cycle of its add (:attr:`FpStages.sum_partials`), so a chunk a cycle never
+  waits for the previous chunk's add (:func:`memwall.golden.fparith.reduce_sum`);
+* the sequencer's S_ADD_F, S_MUL_F and S_SUB_BF register their operands, then wait for the
+  block: ``stages + 2`` cycles (1 when combinational).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from dataclasses import asdict, dataclass
 from memwall.hdl.common.fp import Fp32ToBf16, FpAdd, FpMul
 from memwall.hdl.common.transcendental import Bf16Exp, Bf16Recip
 
-__all__ = ["FpStages", "block_max_stages", "max_fp_stages"]
+__all__ = ["FpStages", "block_max_stages", "max_fp_stages", "tree_latency"]
 
 
 def block_max_stages() -> dict[str, int]:
@@ -68,20 +74,38 @@ class FpStages:
 
     @property
     def elementwise_latency(self) -> int:
-        """Cycles from an elementwise command to its result."""
-        return max(self.add_bf16, self.mul_bf16, self.exp) + 1
+        """Cycles from an elementwise command to its result: the result register, plus the
+        operand register and the deepest block's stages when the blocks are pipelined."""
+        return _lane_latency(max(self.add_bf16, self.mul_bf16, self.exp))
 
     @property
     def scalar_fp_latency(self) -> int:
         """Cycles from a scalar FP unit command (e^x, 1/x, FP32 -> BF16) to its result."""
-        return max(self.exp, self.recip, self.to_bf16) + 1
+        return _lane_latency(max(self.exp, self.recip, self.to_bf16))
 
-    @property
-    def tree_level_latency(self) -> int:
-        """Cycles of one reduction-tree level."""
-        return self.add_fp32 + 1
+    def tree_latency(self, levels: int) -> int:
+        """Cycles of a reduction tree of ``levels`` levels (:func:`tree_latency`)."""
+        return tree_latency(levels, self.add_fp32)
 
     @property
     def sum_partials(self) -> int:
-        """Interleaved FP32 partial sums of the cross-chunk accumulator."""
-        return self.add_fp32 + 1
+        """Interleaved FP32 partial sums of the cross-chunk accumulator: its add takes
+        ``add_fp32`` stages, plus an operand register when pipelined, so a chunk's partial
+        must be that many chunks old."""
+        return _lane_latency(self.add_fp32)
+
+    def arith_cycles(self, stages: int) -> int:
+        """Cycles of a sequencer S_ADD_F / S_MUL_F / S_SUB_BF on a block of ``stages``."""
+        return _lane_latency(stages)
+
+
+def tree_latency(levels: int, stages: int) -> int:
+    """Cycles of a reduction tree of ``levels`` levels whose FP32 adders have ``stages``:
+    ``stages + 1`` per level, plus the leaves' input register when ``stages > 0``."""
+    return levels * (stages + 1) + (1 if stages else 0)
+
+
+def _lane_latency(depth: int) -> int:
+    """A result register behind ``depth`` block stages, and an operand register in front of
+    them when ``depth > 0``."""
+    return depth + 2 if depth else 1

@@ -80,7 +80,7 @@ async def random_and_directed(dut):
     observed = await sink.wait_for(len(vectors))
     board = Scoreboard("reduction", dut._log)
     for n, ((op, x), item) in enumerate(zip(vectors, observed, strict=True)):
-        value, index = expected(op, x, vlen, tb_params().get("stages", 0) + 1)
+        value, index = expected(op, x, vlen, tb_params().get("partials", 1))
         word = item["payload"]
         board.compare(f"vector {n} {op} len {len(x)} value", value, word & 0xFFFFFFFF)
         board.compare(f"vector {n} {op} len {len(x)} index", index, word >> 32)

@@ -26,7 +26,7 @@ def power_workloads(cfg: DplenaConfig) -> list[PowerWorkload]:
     tb = "memwall.verif.dplena."
     return [
         PowerWorkload("reduction", ReductionUnit(lanes, st.add_fp32), tb + "tb_reduction",
-                      {"vlen": lanes, "stages": st.add_fp32, "representative": True,
+                      {"vlen": lanes, "partials": st.sum_partials, "representative": True,
                        "random_vectors": 24}),
         PowerWorkload("elementwise", ElementwiseUnit(lanes, st), tb + "tb_elementwise",
                       {"lanes": lanes, "representative": True, "vectors_per_op": 20},

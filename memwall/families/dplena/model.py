@@ -9,10 +9,10 @@ operand, ``e`` = elements of an L-element operand, ``lv`` = log2 VLEN reduction-
 
 =====================================  ==================================================
 scalar ALU / FP / branch / stores       1
-S_ADD_F, S_MUL_F, S_SUB_BF              1 + the block's stages (``s``)
+S_ADD_F, S_MUL_F, S_SUB_BF              1; the block's stages + 2 when pipelined
 S_LD_INT                                2
 S_EXP_BF, S_RECIP_BF, S_CVT_BF          1 + the scalar FP unit's latency
-V_RED_* with LAST / without             n + 3 + lv * (s + 1) (+ fold) / n + 2
+V_RED_* with LAST / without             n + 3 + the tree's latency (+ fold) / n + 2
 V_SUB_VF, V_EXP_V                       n + 2 + the elementwise latency
 S_MAP_V_FP, V_CMP_EQ_INT, H_STORE_V     e + 3
 V_TOPK_MASK / V_SELECT_INT              e + 5 / 3e + 3
@@ -20,9 +20,8 @@ H_STORE_INT                             2e + 2
 H_PREFETCH_V, H_WAIT                    1, once the prefetch engine is free
 =====================================  ==================================================
 
-Latencies come from :class:`memwall.hdl.dplena.stages.FpStages` (``cfg.stages``): ``s`` of a
-reduction is the FP32 adder's, and a V_RED_SUM with LAST adds the fold of the accumulator's
-partial sums over the chunks since its FIRST
+Latencies come from :class:`memwall.hdl.dplena.stages.FpStages` (``cfg.stages``); a V_RED_SUM
+with LAST adds the fold of the accumulator's partial sums over the chunks since its FIRST
 (:func:`memwall.hdl.dplena.reduction.sum_fold_cycles`).
 
 A prefetch of ``c`` logits keeps the engine busy ``beats(c) + 2`` cycles after the cycle it is
@@ -119,9 +118,10 @@ def estimate(cfg: DplenaConfig, wl: Workload, steps: int = 1,
     instrs = program.instrs
     st = cfg.stages
     levels = int(math.log2(cfg.vlen))
-    tree = levels * st.tree_level_latency
-    scalar_cost = {Op.S_LD_INT: 2, Op.S_ADD_F: 1 + st.add_fp32, Op.S_MUL_F: 1 + st.mul_fp32,
-                   Op.S_SUB_BF: 1 + st.add_bf16,
+    tree = st.tree_latency(levels)
+    scalar_cost = {Op.S_LD_INT: 2, Op.S_ADD_F: st.arith_cycles(st.add_fp32),
+                   Op.S_MUL_F: st.arith_cycles(st.mul_fp32),
+                   Op.S_SUB_BF: st.arith_cycles(st.add_bf16),
                    **{op: 1 + st.scalar_fp_latency for op in _SCALAR_FP}}
     sum_chunks = 0   # chunks of the running V_RED_SUM since its FIRST
     fmt, width = wl.logits_format, cfg.hbm_bytes_per_cycle
