@@ -4,18 +4,21 @@ The instruction word is :data:`~memwall.hdl.dplena.isa.INSTR_LAYOUT`; what each 
 is the table in :mod:`memwall.hdl.dplena.isa`. Control is one ``m.FSM``:
 
 * ``IDLE`` -- not running; the host may write the instruction memory and INT SRAM. ``start``
-  enters ``EXECUTE`` at address 0.
+  reads address 0.
+* ``FETCH`` -- after a start or a taken branch: the instruction read goes to the instruction
+  register (one cycle).
 * ``EXECUTE`` -- the first cycle of every instruction. Scalar ALU/FP/branch instructions,
   stores and prefetch commands complete here (one a cycle); a multi-cycle instruction does its
   first step and moves to its own states, which return to ``EXECUTE`` when it completes.
-* per instruction: ``LOAD_INT``; ``SCALAR_ARITH`` (S_ADD_F, S_MUL_F, S_SUB_BF on pipelined
-  blocks: wait for the result); ``SCALAR_FP`` (wait for the FP unit); ``REDUCE`` and
+* per instruction: ``LOAD_INT``; ``SCALAR_ARITH`` and ``SCALAR_WRITE`` (S_ADD_F, S_MUL_F,
+  S_SUB_BF on pipelined blocks: wait for the result, register it, write it); ``SCALAR_FP`` (wait for the FP unit); ``REDUCE`` and
   ``ELEMENTWISE`` (a Vector SRAM row a cycle into the unit, then the result); ``MAP_READ``/
   ``MAP_WRITE`` (S_MAP_V_FP, V_CMP_EQ_INT); ``TOPK_*``; ``SELECT_*``; ``STORE_INT_*``;
   ``STORE_V_*``.
 
-The instruction memory is read with the next PC (``done`` high), so taken branches cost nothing;
-while an instruction runs, its word stays on the read port. Exact cycle costs:
+Instructions execute from an instruction register, and the memory reads the next instruction
+while one runs, so straight-line code runs one instruction a cycle; a start or a taken branch
+costs one FETCH cycle. Exact cycle costs:
 :mod:`memwall.families.dplena.model`.
 """
 
@@ -111,6 +114,8 @@ class Sequencer(wiring.Component):
         with m.FSM(init="IDLE") as fsm:
             with m.State("IDLE"):
                 core.idle()
+            with m.State("FETCH"):
+                core.fetch()
             with m.State("EXECUTE"):
                 core.execute()
             core.scalar_states()
@@ -199,9 +204,14 @@ class _Datapath:
         self.fifo_slot = ~self.pend_valid | self.fifo.w_rdy
 
     def _fetch(self) -> None:
-        """The read port always holds the instruction at ``pc``; ``done`` moves to the next."""
+        """The instruction register holds the instruction at ``pc``; the read port already
+        holds the one after it (its address went out last cycle). ``done`` moves that one into
+        the register; a taken branch (``jump``) reads its target instead, and the FETCH state
+        loads it. Decoding from a register rather than from the macro's output leaves the
+        execute cycle the macro's clock-to-output time."""
         m, seq = self.m, self.seq
-        self.instr = instr = INSTR_LAYOUT(self.imem_rd.data)
+        self.ir = Signal(WORD_BITS)
+        self.instr = instr = INSTR_LAYOUT(self.ir)
         self.op, self.imm = instr.opcode, instr.imm
         gp, fp = self.gp, self.fp
         self.g_rd, self.g1, self.g2, self.g3 = (gp[instr.rd], gp[instr.rs1], gp[instr.rs2],
@@ -209,11 +219,15 @@ class _Datapath:
         self.f_rd, self.f1, self.f2, self.f3 = (fp[instr.rd], fp[instr.rs1], fp[instr.rs2],
                                                 fp[instr.rs3])
         self.done = Signal()                  # the instruction at pc completes this cycle
-        self.next_pc = Signal.like(self.pc)
-        m.d.comb += [self.next_pc.eq(self.pc + 1),
-                     self.imem_rd.addr.eq(Mux(self.done, self.next_pc, self.pc))]
+        self.jump = Signal()                  # ... and branches to `target`
+        self.target = Signal.like(self.pc)
+        m.d.comb += self.imem_rd.addr.eq(Mux(self.jump, self.target,
+                                             Mux(self.done, self.pc + 2, self.pc + 1)))
         with m.If(self.done):
-            m.d.sync += self.pc.eq(self.next_pc)
+            with m.If(self.jump):
+                m.d.sync += self.pc.eq(self.target)
+            with m.Else():
+                m.d.sync += [self.pc.eq(self.pc + 1), self.ir.eq(self.imem_rd.data)]
         # Host writes, only while idle.
         host = seq.host_we & ~self.running
         self.host_int = host & ~seq.host_imem
@@ -228,13 +242,15 @@ class _Datapath:
         op, imm, f1, f2, f3, g1, g2, g3 = (self.op, self.imm, self.f1, self.f2, self.f3,
                                            self.g1, self.g2, self.g3)
         elem = self.issued[:bits_for(L - 1)]
-        # The operand registers hold still while an instruction runs, so its size is derived:
-        # rows of a vector operand (g2 elements), or the immediate element count.
+        # An instruction's size, set in its EXECUTE cycle (no later state recomputes it from
+        # the decode): rows of a vector operand (g2 elements), or the immediate element count;
+        # the elements of a vector operand not issued yet; the next Vector SRAM row to write.
         vector_op = 0
         for vop in _VECTOR_OPS:
             vector_op = vector_op | (op == vop)
-        self.n_items = Mux(vector_op, (g2 + (vlen - 1)) >> vshift, imm)
-        self.left = g2 - (self.issued << vshift)   # elements of a vector operand not issued
+        self.n_items_next = Mux(vector_op, (g2 + (vlen - 1)) >> vshift, imm)
+        self.n_items, self.left = Signal(32), Signal(32)
+        self.wr_row = Signal(range(cfg.vector_sram_rows))
         self.lo_nonzero = Cat(lane != 0 for lane in seq.vs_rd_lo)   # a 0/1 mask row as bits
 
         # The units' commands come from registers set when a vector instruction starts
@@ -344,7 +360,7 @@ class _Datapath:
             m.d.sync += [self.p_valid.eq(1), self.p_first.eq(issued == 0),
                          self.p_last.eq(issued + 1 == n),
                          self.p_lanes.eq(Mux(self.left >= vlen, vlen, self.left)),
-                         issued.eq(issued + 1)]
+                         self.left.eq(self.left - vlen), issued.eq(issued + 1)]
         with m.Else():
             m.d.sync += self.p_valid.eq(0)
 
@@ -354,11 +370,19 @@ class _Datapath:
         with m.If(self.seq.start):
             m.d.sync += [self.pc.eq(0), self.cycles.eq(0)]
             m.d.comb += self.imem_rd.addr.eq(0)
-            m.next = "EXECUTE"
+            m.next = "FETCH"
+
+    def fetch(self) -> None:
+        """The cycle after a start or a taken branch: the read port holds the instruction at
+        ``pc``; it goes to the instruction register."""
+        self.m.d.sync += self.ir.eq(self.imem_rd.data)
+        self.m.next = "EXECUTE"
 
     def execute(self) -> None:
         """The first cycle of every instruction."""
         m, seq = self.m, self.seq
+        m.d.sync += [self.n_items.eq(self.n_items_next), self.left.eq(self.g2),
+                     self.wr_row.eq(self.g_rd)]
         op, imm, g_rd, g1, g2 = self.op, self.imm, self.g_rd, self.g1, self.g2
         f_rd, f1 = self.f_rd, self.f1
         instr = self.instr
@@ -379,8 +403,10 @@ class _Datapath:
                 m.d.comb += self.done.eq(1)
             with m.Case(Op.BNE, Op.BEQ):
                 taken = (g1 != g2) ^ (op == Op.BEQ)
-                m.d.comb += [self.done.eq(1), self.next_pc.eq(
-                    Mux(taken, self.pc + imm.as_signed(), self.pc + 1))]
+                m.d.comb += [self.done.eq(1), self.jump.eq(taken),
+                             self.target.eq(self.pc + imm.as_signed())]
+                with m.If(taken):
+                    m.next = "FETCH"
             with m.Case(Op.S_LD_INT):
                 m.d.comb += self.int_rd.addr.eq(g1 + imm)
                 m.next = "LOAD_INT"
@@ -458,15 +484,21 @@ class _Datapath:
             self.complete()
         pipelined = {op: result for op, (block, result) in self.arith.items() if block.stages}
         if pipelined:
+            # The block's result is registered before it goes to the FP register file, so the
+            # block's last stage does not share a cycle with the register file's write mux.
+            result_reg = Signal(32)
             with m.State("SCALAR_ARITH"):
                 with m.If(self.arith_wait == 0):
                     with m.Switch(self.op):
                         for arith_op, result in pipelined.items():
                             with m.Case(arith_op):
-                                m.d.sync += self.f_rd.eq(result)
-                    self.complete()
+                                m.d.sync += result_reg.eq(result)
+                    m.next = "SCALAR_WRITE"
                 with m.Else():
                     m.d.sync += self.arith_wait.eq(self.arith_wait - 1)
+            with m.State("SCALAR_WRITE"):
+                m.d.sync += self.f_rd.eq(result_reg)
+                self.complete()
         with m.State("SCALAR_FP"):
             with m.If(self.sfp.o.valid):
                 m.d.sync += self.f_rd.eq(Cat(Const(0, 16), self.sfp.y))
@@ -490,8 +522,8 @@ class _Datapath:
             self.issue_rows()
             m.d.comb += seq.ew_i.valid.eq(self.p_valid)
             with m.If(seq.ew_o.valid):
-                m.d.comb += [seq.vs_wr_en.eq(1), seq.vs_wr_row.eq(self.g_rd + self.retired)]
-                m.d.sync += self.retired.eq(self.retired + 1)
+                m.d.comb += [seq.vs_wr_en.eq(1), seq.vs_wr_row.eq(self.wr_row)]
+                m.d.sync += [self.retired.eq(self.retired + 1), self.wr_row.eq(self.wr_row + 1)]
                 with m.If(self.retired + 1 == self.n_items):
                     self.complete()
 

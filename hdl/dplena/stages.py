@@ -15,8 +15,8 @@ the RTL and :mod:`memwall.families.dplena.model` cannot disagree:
 * the cross-chunk accumulator registers its add's operands too, and keeps one interleaved FP32
   partial sum per cycle of its add (:attr:`FpStages.sum_partials`), so a chunk a cycle never
   waits for the previous chunk's add (:func:`memwall.golden.fparith.reduce_sum`);
-* the sequencer's S_ADD_F, S_MUL_F and S_SUB_BF register their operands, then wait for the
-  block: ``stages + 2`` cycles (1 when combinational).
+* the sequencer's S_ADD_F, S_MUL_F and S_SUB_BF register their operands and their result:
+  ``stages + 3`` cycles (1 when combinational).
 """
 
 from __future__ import annotations
@@ -94,9 +94,12 @@ class FpStages:
         must be that many chunks old."""
         return _lane_latency(self.add_fp32)
 
-    def arith_cycles(self, stages: int) -> int:
-        """Cycles of a sequencer S_ADD_F / S_MUL_F / S_SUB_BF on a block of ``stages``."""
-        return _lane_latency(stages)
+    @staticmethod
+    def arith_cycles(stages: int) -> int:
+        """Cycles of a sequencer S_ADD_F / S_MUL_F / S_SUB_BF on a block of ``stages``: one
+        when combinational; else the operand register, the block, its result register and
+        the register-file write."""
+        return stages + 3 if stages else 1
 
 
 def tree_latency(levels: int, stages: int) -> int:

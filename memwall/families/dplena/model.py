@@ -9,7 +9,8 @@ operand, ``e`` = elements of an L-element operand, ``lv`` = log2 VLEN reduction-
 
 =====================================  ==================================================
 scalar ALU / FP / branch / stores       1
-S_ADD_F, S_MUL_F, S_SUB_BF              1; the block's stages + 2 when pipelined
+S_ADD_F, S_MUL_F, S_SUB_BF              1; the block's stages + 3 when pipelined
+taken BNE / BEQ                         2 (the target is fetched into the instruction register)
 S_LD_INT                                2
 S_EXP_BF, S_RECIP_BF, S_CVT_BF          1 + the scalar FP unit's latency
 V_RED_* with LAST / without             n + 3 + the tree's latency (+ fold) / n + 2
@@ -126,8 +127,9 @@ def estimate(cfg: DplenaConfig, wl: Workload, steps: int = 1,
     sum_chunks = 0   # chunks of the running V_RED_SUM since its FIRST
     fmt, width = wl.logits_format, cfg.hbm_bytes_per_cycle
     gp = [0] * 16
-    pc, now, dma_free, executed, beats_total = 0, 0, 0, 0, 0
-    breakdown = {"vector": 0, "memory": 0, "scalar": 0, "control": 0}
+    # The start's FETCH cycle (the first instruction into the instruction register).
+    pc, now, dma_free, executed, beats_total = 0, 1, 1, 0, 0
+    breakdown = {"vector": 0, "memory": 0, "scalar": 0, "control": 1}
     while True:
         ins = instrs[pc]
         op = ins.op
@@ -146,6 +148,7 @@ def estimate(cfg: DplenaConfig, wl: Workload, steps: int = 1,
                 gp[ins.rd] = g1 - g2
             elif op in (Op.BNE, Op.BEQ) and (g1 != g2) == (op == Op.BNE):
                 next_pc = pc + ins.imm
+                cost += 1   # FETCH
             elif op == Op.S_LD_INT:
                 gp[ins.rd] = 0   # loads k, which never steers control flow
         elif op in (Op.H_PREFETCH_V, Op.H_WAIT):
