@@ -66,12 +66,13 @@ def linear_fit(x, y) -> tuple[float, float, float]:
 
 
 def group_powers(row: dict) -> dict[str, float]:
-    """Logic power (mW) per report group, from a metrics row's ``power_by_module`` (each
-    module's own cells times its instances; memory macros are in ``power_mw["memories"]``)."""
+    """Logic power (mW) per report group, from a metrics row's ``power_by_unit`` (each direct
+    child of the top with its subtree, as ``area_by_unit``; memory macros are in
+    ``power_mw["memories"]``)."""
     powers: dict[str, float] = {}
-    for module, entry in row.get("power_by_module", {}).items():
+    for module, entry in row.get("power_by_unit", {}).items():
         group = unit_group(module, row["unit"])
-        powers[group] = powers.get(group, 0.0) + entry.get("total_mw", 0.0)
+        powers[group] = powers.get(group, 0.0) + entry["power_mw"]
     return powers
 
 

@@ -22,7 +22,7 @@ from memwall.inputs import InputError, check_keys, load_yaml, shown
 __all__ = [
     "ConfigError", "CONFIG_DIR", "UnitConfig", "unit_names", "available_configs",
     "load_config", "config_from_dict", "field", "power_of_two", "int_range", "number_range",
-    "one_of", "pdk_clocks",
+    "one_of", "pdk_clocks", "frozen_pairs",
 ]
 
 CONFIG_DIR = Path(os.environ.get("MEMWALL_CONFIG_DIR",
@@ -77,7 +77,10 @@ def one_of(*allowed) -> Check:
 
 
 def pdk_clocks(lo: float, hi: float) -> Check:
-    """A mapping of PDK name (``flows.pdk.PLATFORMS``) to a clock in MHz in ``(lo, hi]``."""
+    """A mapping of PDK name (``flows.pdk.PLATFORMS``) to a clock in MHz in ``(lo, hi]``.
+
+    The config keeps it as sorted ``(pdk, MHz)`` pairs (:func:`frozen_pairs`), so a config
+    stays hashable."""
     def check(value):
         from memwall.flows.pdk import PLATFORMS
 
@@ -91,6 +94,11 @@ def pdk_clocks(lo: float, hi: float) -> Check:
                 return f"has {shown(mhz)} MHz for {pdk}; it must be {allowed}"
         return None
     return check
+
+
+def frozen_pairs(mapping) -> tuple:
+    """A mapping as sorted ``(key, value)`` pairs: hashable, for a frozen config's field."""
+    return tuple(sorted(dict(mapping).items()))
 
 
 def field(default: Any, check: Check, doc: str) -> Any:
@@ -123,7 +131,11 @@ class UnitConfig:
 
     def clock_mhz_on(self, pdk: str) -> float:
         """The clock ``pdk`` is synthesised and timed at."""
-        return getattr(self, "pdk_clock_mhz", {}).get(pdk, self.clock_mhz)
+        return self.pdk_clocks().get(pdk, self.clock_mhz)
+
+    def pdk_clocks(self) -> dict[str, float]:
+        """PDK -> MHz where the config gives a PDK its own clock (``pdk_clock_mhz``)."""
+        return dict(getattr(self, "pdk_clock_mhz", ()))
 
     def clock_period_ns_on(self, pdk: str) -> float:
         return 1000.0 / self.clock_mhz_on(pdk)

@@ -22,6 +22,9 @@ def _metrics(config, pdk, vlen, unit="dplena", wns_ns=0.05):
                          "scalar_fp_unit_lanes1": {"area_um2": scalar}},
         "power_mw": {"internal": 0.4 * vlen, "switching": 0.3 * vlen, "leakage": 0.01,
                      "total": 0.7 * vlen + 0.01},
+        "power_by_unit": {f"elementwise_unit_vlen{vlen}": {"power_mw": 0.3 * vlen},
+                          f"reduction_unit_vlen{vlen}": {"power_mw": 0.2 * vlen},
+                          "scalar_fp_unit_lanes1": {"power_mw": 0.01}},
         "activity_source": "vcd", "command": f"make synth CONFIG={config} PDK={pdk}",
     }
 
@@ -63,7 +66,8 @@ def test_report_tables_and_plots(build, tmp_path):
     assert "Table IV" in md
     for vlen, (paper_area, paper_power) in PAPER_TABLE_IV.items():
         ours = 1400.0 * vlen / 1e6
-        assert f"| {vlen} | {ours:.3f} | {paper_area:.3f} | {ours / paper_area:.2f} |" in md
+        assert f"| {vlen} | 1000 | {ours:.3f} | {paper_area:.3f} | {ours / paper_area:.2f} | " \
+               f"1400 | {paper_area * 1e6 / vlen:.0f} |" in md
         assert f"{paper_power:.1f}" in md
     assert "1400.0 µm²/lane" in md and "| 1.00000 |" in md   # exact linear data: R^2 = 1
     for png in ("dplena_area_vs_vlen.png", "dplena_power_vs_vlen.png",
@@ -71,6 +75,27 @@ def test_report_tables_and_plots(build, tmp_path):
         assert (out / png).stat().st_size > 1000
         assert f"]({png})" in md
     assert len(collect(build)) == 4
+
+
+def test_fmax_and_table_ii_at_the_achieved_clock(build, tmp_path):
+    """fmax = 1 / (period - WNS); Table II runs at the clock, or at fmax where timing fails."""
+    from memwall.config import load_config
+    from memwall.families.dplena.report import TABLE_II, _run
+
+    path = build / "dplena1024" / "synth" / "asap7" / "metrics.json"
+    path.write_text(json.dumps(_metrics("dplena1024", "asap7", 1024, wns_ns=-0.25)))
+    md = write_report(build, tmp_path / "reports").read_text()
+    rows = {r["config"]: r for r in csv.DictReader((tmp_path / "reports" /
+                                                    "area_power.csv").open())}
+    assert float(rows["dplena512"]["fmax_mhz"]) == pytest.approx(1000 / 0.95, abs=0.1)
+    assert float(rows["dplena1024"]["fmax_mhz"]) == pytest.approx(800.0)
+    for config, clock, met in (("dplena512", 1000.0, "met"), ("dplena1024", 800.0, "fmax")):
+        w = TABLE_II
+        cycles = _run(load_config(config), w["B"], w["L"], w["V"], w["T"])["cycles"]
+        assert f"| {config} | asap7 | {clock:.0f} | {met} | {cycles:,} | " \
+               f"{cycles / clock:,.0f} |" in md
+    # vector logic power (the two vector modules), per lane
+    assert "| 512 | 1000 | 0.717 | 0.731 | 0.98 | 1400 | 1428 | 256.0 | 0.500 |" in md
 
 
 def test_area_by_group_from_the_families(build, tmp_path):
@@ -82,7 +107,7 @@ def test_no_paper_comparison_at_failing_timing(build, tmp_path):
     path = build / "dplena1024" / "synth" / "asap7" / "metrics.json"
     path.write_text(json.dumps(_metrics("dplena1024", "asap7", 1024, wns_ns=-0.2)))
     md = write_report(build, tmp_path / "reports").read_text()
-    assert "| 512 | 0.717 |" in md and "| 1024 | 1.434 |" not in md
+    assert "| 512 | 1000 | 0.717 |" in md and "| 1024 | 1000 | 1.434 |" not in md
     assert "dplena1024 (WNS -0.200 ns at 1000 MHz)" in md and "only at met timing" in md
 
 

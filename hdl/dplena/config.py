@@ -11,6 +11,7 @@ from memwall.config import (
     ConfigError,
     UnitConfig,
     field,
+    frozen_pairs,
     int_range,
     number_range,
     one_of,
@@ -59,14 +60,6 @@ class DplenaConfig(UnitConfig):
                              "target clock frequency in MHz, above 1 kHz and at most 10 GHz, so "
                              "the clock period written to the SDC and config.mk is a finite "
                              "0.1 .. 1e6 ns")
-    pdk_clock_mhz: dict = field({}, pdk_clocks(0.001, 10000),
-                                "clock per PDK where it differs from clock_mhz, e.g. "
-                                "{sky130hd: 100}: the hardware does not depend on its clock, so "
-                                "each PDK is synthesised and timed at its own")
-    fp_stages: int = field(0, int_range(0, max_fp_stages()),
-                           "pipeline register stages inside every FP block (add, multiply, "
-                           "exp, 1/x, FP32->BF16), each block capped at its own deepest "
-                           "(hdl/dplena/stages.py); 0 is combinational")
     compute_format: str = field("bf16", one_of("bf16"), "vector/scalar FP format")
     logits_format: str = field("mxfp8_e4m3", one_of("mxfp8_e4m3", "bf16"),
                                "format of logits in HBM")
@@ -94,8 +87,17 @@ class DplenaConfig(UnitConfig):
                             "instruction memory depth (64-bit); at most 16384 (the paper "
                             "configs use 512), as generation cost grows with memory bits")
     out_fifo_depth: int = field(16, power_of_two(2, 1024), "token-ID output FIFO depth")
+    pdk_clock_mhz: tuple = field({}, pdk_clocks(0.001, 10000),
+                                "clock per PDK where it differs from clock_mhz, e.g. "
+                                "{sky130hd: 100}: the hardware does not depend on its clock, so "
+                                "each PDK is synthesised and timed at its own")
+    fp_stages: int = field(0, int_range(0, max_fp_stages()),
+                           "pipeline register stages inside every FP block (add, multiply, "
+                           "exp, 1/x, FP32->BF16), each block capped at its own deepest "
+                           "(hdl/dplena/stages.py); 0 is combinational")
 
     def __post_init__(self):
+        object.__setattr__(self, "pdk_clock_mhz", frozen_pairs(self.pdk_clock_mhz))
         if self.k_max > self.block_len:
             raise ConfigError(f"k_max: {self.k_max} — k_max must be at most block_len "
                               f"({self.block_len})")
