@@ -34,13 +34,20 @@ def metrics_path(config: str, pdk: str, build_root: Path = BUILD_ROOT) -> Path:
 #: The steps of one flow run, in order, as the progress display names them.
 FLOW_STEPS = ("generate RTL", "synthesis (Yosys)", "switching activity (cocotb, Verilator)",
               "timing and power (OpenSTA)")
+#: The optional last step (``flat_sta=True``).
+FLAT_STEP = "flat end-to-end timing (OpenSTA)"
 
 
 def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs: int = 2,
-             activity: bool = True, progress: Progress | None = None) -> dict:
+             activity: bool = True, progress: Progress | None = None, flat_sta: bool = False,
+             boundary: str = "context") -> dict:
     """Synthesise, time and power one config on one PDK; returns (and writes) its metrics.
 
     ``progress`` shows the steps of :data:`FLOW_STEPS` (plain lines on stderr by default).
+    ``boundary``: how the per-module timing constrains module boundaries, "context" (from the
+    design around each module, :mod:`memwall.flows.budget`) or "fixed" (a flat 20 % budget).
+    ``flat_sta``: also link the whole design in one OpenSTA run and time it end to end
+    (:mod:`memwall.flows.flat_sta`; small configs only), reported beside the hierarchical WNS.
     """
     from . import sta, synth
 
@@ -48,7 +55,8 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
     cfg = load_config(config)
     pdk = find_pdk(pdk_name, cache_root=build_root / "pdk")
     start = time.perf_counter()
-    with progress.task(f"synth {cfg.name}/{pdk.name}", len(FLOW_STEPS)) as steps:
+    steps_total = len(FLOW_STEPS) + flat_sta
+    with progress.task(f"synth {cfg.name}/{pdk.name}", steps_total) as steps:
         gen_dir = generate(cfg, build_root)
         manifest = json.loads((gen_dir / "manifest.json").read_text())
         out_dir = gen_dir / "synth" / pdk.name
@@ -65,8 +73,14 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
             switching = collect_activity(cfg, out_dir / "activity", progress)
         steps.advance(FLOW_STEPS[2] if activity else "no activity run (--no-activity)")
         timing = sta.run_sta(out_dir, manifest, pdk, cfg.clock_period_ns, switching,
-                             progress=progress)
+                             progress=progress, boundary=boundary)
         steps.advance(FLOW_STEPS[3])
+        flat = None
+        if flat_sta:
+            from .flat_sta import run_flat_sta
+
+            flat = run_flat_sta(out_dir, manifest, pdk, cfg.clock_period_ns)
+            steps.advance(FLAT_STEP)
 
     metrics = {
         "config": cfg.name,
@@ -82,6 +96,7 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
         "wns_ns": timing["wns_ns"],
         "tns_ns": timing["tns_ns"],
         "critical_path": timing.get("critical_path"),
+        "boundary": timing.get("boundary"),
         "power_mw": timing["power_mw"],
         "power_by_module": timing.get("power_by_module", {}),
         "activity_source": timing["activity_source"],
@@ -90,8 +105,23 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
         "flow_runtime_s": round(time.perf_counter() - start, 1),
         "command": f"make synth CONFIG={cfg.name} PDK={pdk.name}",
     }
+    if not activity or flat_sta or boundary != "context":
+        metrics["command"] = f"memwall synth {cfg.name} --pdk {pdk.name}" + \
+            " --no-activity" * (not activity) + " --flat-sta" * flat_sta + \
+            (f" --boundary {boundary}" if boundary != "context" else "")
+    if flat is not None:
+        metrics.update(flat)
+        hier, whole = metrics["wns_ns"], flat["flat_wns_ns"]
+        if hier is not None and whole is not None:
+            metrics["flat_vs_hierarchical"] = {
+                "difference_ns": hier - whole,
+                "fraction_of_period": (hier - whole) / cfg.clock_period_ns,
+                "note": "hierarchical WNS minus flat WNS; negative: the hierarchical method is "
+                        "the more pessimistic"}
     write_json_atomic(out_dir / "metrics.json", metrics)
     wns = "no timed path" if metrics["wns_ns"] is None else f"{metrics['wns_ns']:.3f} ns"
+    if flat is not None and flat["flat_wns_ns"] is not None:
+        wns += f" (flat {flat['flat_wns_ns']:.3f} ns)"
     progress.log(f"memwall synth: {cfg.name}/{pdk.name}: {metrics['area_um2'] / 1e6:.4f} mm^2, "
                  f"WNS {wns}, {metrics['power_mw']['total']:.2f} mW "
                  f"-> {out_dir / 'metrics.json'}")

@@ -76,7 +76,8 @@ def cmd_synth(args) -> None:
     output_folder(args.build, "--build")
     with Progress(plain=True if args.quiet else None) as progress:   # PdkError: exit 2
         run_flow(args.config, args.pdk, jobs=args.jobs, activity=not args.no_activity,
-                 build_root=Path(args.build), progress=progress)
+                 build_root=Path(args.build), progress=progress, flat_sta=args.flat_sta,
+                 boundary=args.boundary)
 
 
 def report_matrix(units: list[str] | None = None) -> list[tuple[str, str]]:
@@ -224,6 +225,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="parallel Yosys runs (default 2)")
     synth.add_argument("--no-activity", action="store_true",
                        help="skip the simulation; power from a default activity")
+    synth.add_argument("--flat-sta", action="store_true",
+                       help="also time the whole design flat, end to end, in one OpenSTA run "
+                            "(small configs), beside the hierarchical WNS")
+    synth.add_argument("--boundary", choices=["context", "fixed"], default="context",
+                       help="module boundary constraints of the hierarchical timing: from the "
+                            "design around each module (default), or a fixed 20%% budget")
     synth.add_argument("--build", default=str(BUILD_ROOT),
                        help="build root (default: build/ in the checkout)")
     synth.add_argument("--quiet", action="store_true",
