@@ -484,20 +484,24 @@ class _Datapath:
             self.complete()
         pipelined = {op: result for op, (block, result) in self.arith.items() if block.stages}
         if pipelined:
-            # The block's result is registered before it goes to the FP register file, so the
-            # block's last stage does not share a cycle with the register file's write mux.
-            result_reg = Signal(32)
+            # Each block's result goes to a register of its own (no mux in front) before the
+            # FP register file, so a block's last stage does not share a cycle with the
+            # register file's write mux.
+            results = {op: Signal(32, name=f"{op.name.lower()}_result")
+                       for op in pipelined}
             with m.State("SCALAR_ARITH"):
                 with m.If(self.arith_wait == 0):
-                    with m.Switch(self.op):
-                        for arith_op, result in pipelined.items():
-                            with m.Case(arith_op):
-                                m.d.sync += result_reg.eq(result)
+                    for arith_op, result in pipelined.items():
+                        with m.If(self.op == arith_op):
+                            m.d.sync += results[arith_op].eq(result)
                     m.next = "SCALAR_WRITE"
                 with m.Else():
                     m.d.sync += self.arith_wait.eq(self.arith_wait - 1)
             with m.State("SCALAR_WRITE"):
-                m.d.sync += self.f_rd.eq(result_reg)
+                with m.Switch(self.op):
+                    for arith_op, reg in results.items():
+                        with m.Case(arith_op):
+                            m.d.sync += self.f_rd.eq(reg)
                 self.complete()
         with m.State("SCALAR_FP"):
             with m.If(self.sfp.o.valid):
