@@ -18,7 +18,7 @@ from memwall.progress import Progress, plain_progress
 
 from .pdk import find_pdk
 
-__all__ = ["FlowError", "run_flow", "metrics_path", "BUILD_ROOT"]
+__all__ = ["FlowError", "run_flow", "metrics_path", "power_by_unit", "BUILD_ROOT"]
 
 BUILD_ROOT = Path(__file__).resolve().parents[1] / "build"
 
@@ -38,6 +38,23 @@ FLOW_STEPS = ("generate RTL", "synthesis (Yosys)", "switching activity (cocotb, 
 FLAT_STEP = "flat end-to-end timing (OpenSTA)"
 
 
+def power_by_unit(manifest: dict, power_by_module: dict) -> dict:
+    """Logic power of each direct child of the top with everything below it (as
+    ``area_by_unit``), plus the top's own cells: per-instance power times instances."""
+    from .synth import subtree_areas
+
+    own = {module: entry.get("per_instance_mw", {}).get("total", 0.0)
+           for module, entry in power_by_module.items()}
+    hierarchy, top = manifest["hierarchy"], manifest["top"]
+    for module in hierarchy:
+        own.setdefault(module, 0.0)
+    subtree = subtree_areas(hierarchy, own)
+    units = {child: {"instances": n, "power_mw": n * subtree[child]}
+             for child, n in hierarchy.get(top, {}).items()}
+    units[top] = {"instances": 1, "power_mw": own.get(top, 0.0), "note": "top-level cells only"}
+    return units
+
+
 def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs: int = 2,
              activity: bool = True, progress: Progress | None = None, flat_sta: bool = False,
              boundary: str = "context") -> dict:
@@ -54,6 +71,7 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
     progress = progress or plain_progress()
     cfg = load_config(config)
     pdk = find_pdk(pdk_name, cache_root=build_root / "pdk")
+    period_ns = cfg.clock_period_ns_on(pdk.name)     # the PDK's own clock, where given
     start = time.perf_counter()
     steps_total = len(FLOW_STEPS) + flat_sta
     with progress.task(f"synth {cfg.name}/{pdk.name}", steps_total) as steps:
@@ -63,7 +81,7 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
         out_dir.mkdir(parents=True, exist_ok=True)
         steps.advance(FLOW_STEPS[0])
 
-        area = synth.synthesize(gen_dir, pdk, cfg.clock_period_ns, out_dir, jobs=jobs,
+        area = synth.synthesize(gen_dir, pdk, period_ns, out_dir, jobs=jobs,
                                 progress=progress)
         steps.advance(FLOW_STEPS[1])
         switching = None
@@ -72,21 +90,21 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
 
             switching = collect_activity(cfg, out_dir / "activity", progress)
         steps.advance(FLOW_STEPS[2] if activity else "no activity run (--no-activity)")
-        timing = sta.run_sta(out_dir, manifest, pdk, cfg.clock_period_ns, switching,
+        timing = sta.run_sta(out_dir, manifest, pdk, period_ns, switching,
                              progress=progress, boundary=boundary)
         steps.advance(FLOW_STEPS[3])
         flat = None
         if flat_sta:
             from .flat_sta import run_flat_sta
 
-            flat = run_flat_sta(out_dir, manifest, pdk, cfg.clock_period_ns)
+            flat = run_flat_sta(out_dir, manifest, pdk, period_ns)
             steps.advance(FLAT_STEP)
 
     metrics = {
         "config": cfg.name,
         "unit": cfg.unit_name,
         "pdk": pdk.name,
-        "clock_mhz": cfg.clock_mhz,
+        "clock_mhz": cfg.clock_mhz_on(pdk.name),
         "parameters": manifest["config"],
         "area_um2": area["area_um2"],
         "area_by_module": area["area_by_module"],
@@ -99,6 +117,7 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
         "boundary": timing.get("boundary"),
         "power_mw": timing["power_mw"],
         "power_by_module": timing.get("power_by_module", {}),
+        "power_by_unit": power_by_unit(manifest, timing.get("power_by_module", {})),
         "activity_source": timing["activity_source"],
         "annotated": timing.get("annotated"),
         "synth": {key: area.get(key) for key in ("runtime_s", "peak_rss_mb", "yosys_version")},
@@ -115,7 +134,7 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
         if hier is not None and whole is not None:
             metrics["flat_vs_hierarchical"] = {
                 "difference_ns": hier - whole,
-                "fraction_of_period": (hier - whole) / cfg.clock_period_ns,
+                "fraction_of_period": (hier - whole) / period_ns,
                 "note": "hierarchical WNS minus flat WNS; negative: the hierarchical method is "
                         "the more pessimistic"}
     write_json_atomic(out_dir / "metrics.json", metrics)

@@ -91,10 +91,12 @@ class DplenaConfig(UnitConfig):
                                 "clock per PDK where it differs from clock_mhz, e.g. "
                                 "{sky130hd: 100}: the hardware does not depend on its clock, so "
                                 "each PDK is synthesised and timed at its own")
-    fp_stages: int = field(0, int_range(0, max_fp_stages()),
+    fp_stages: int = field(2, int_range(0, max_fp_stages()),
                            "pipeline register stages inside every FP block (add, multiply, "
                            "exp, 1/x, FP32->BF16), each block capped at its own deepest "
-                           "(hdl/dplena/stages.py); 0 is combinational")
+                           "(hdl/dplena/stages.py); 0 is combinational. 2, the default, is "
+                           "the shallowest that meets 1 GHz on asap7 "
+                           "(reports/dplena/pipeline_depth.md)")
 
     def __post_init__(self):
         object.__setattr__(self, "pdk_clock_mhz", frozen_pairs(self.pdk_clock_mhz))
