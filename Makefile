@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 DEBIAN_TOOLS := iverilog:iverilog sta:opensta
 PYTEST_WORKERS ?= 2
 
-.PHONY: gen test lint bench clean setup synth report ranges
+.PHONY: gen test lint bench clean setup synth report ranges depth
 
 setup: $(STAMP)
 
@@ -60,6 +60,11 @@ bench: $(STAMP)
 # one at a time and records peak memory and time against the budget: reports/config_ranges.md.
 ranges: $(STAMP)
 	$(BIN)/python benchmarks/config_ranges.py
+
+# d-PLENA fmax, area and cycles against the pipeline depth (fp_stages 0..max), through the flow:
+# reports/dplena/pipeline_depth.{md,json,png}. About 10 minutes a depth on dplena32.
+depth: $(STAMP)
+	$(BIN)/python benchmarks/pipeline_depth.py
 
 clean:
 	rm -rf build sim_build
