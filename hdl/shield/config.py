@@ -23,7 +23,7 @@ from memwall.config import (
     one_of,
 )
 
-__all__ = ["ShieldConfig", "FORMATS", "DEFAULT_RETENTION", "MAX_ROWS"]
+__all__ = ["ShieldConfig", "FORMATS", "DEFAULT_RETENTION", "MAX_ROWS", "HARDWARE_FIELDS"]
 
 #: number format -> (sign + exponent bits, mantissa bits)
 FORMATS = {"bf16": (9, 7), "fp16": (6, 10), "fp8_e4m3": (5, 3), "fp8_e5m2": (6, 2)}
@@ -59,11 +59,15 @@ def _retention_check(value):
     return None
 
 
+#: Fields the RTL and its clock depend on (:attr:`ShieldConfig.hardware`).
+HARDWARE_FIELDS = ("format", "kv_words", "qo_words", "row_words", "t_std_us", "t_rel_us",
+                   "clock_mhz")
+
 #: Most rows of the Standard Refresh Bank (``ceil((kv_words + qo_words) / row_words)``). The
-#: controller keeps a liveness flip-flop per row and class and addresses them with a row
-#: pointer; Amaranth's netlist checks make generation time grow faster than the square of
-#: the rows, so this bound keeps ``memwall gen`` within its time budget (shield_2mb: 4096
-#: rows).
+#: controller keeps a liveness flip-flop per row and class (set through a two-level row
+#: decoder, read through a rows-to-1 multiplexer), so the rows, not the words, set its size;
+#: generation time grows linearly with them. This bound is the range
+#: ``benchmarks/config_ranges.py`` measures (shield_2mb: 4096 rows).
 MAX_ROWS = 1 << 14
 
 
@@ -176,3 +180,10 @@ class ShieldConfig(UnitConfig):
     @property
     def addr_width(self) -> int:
         return max(1, ceil_log2(self.total_words))
+
+    @property
+    def hardware(self) -> dict:
+        """The fields that fix the generated controller and the clock it is timed at. Configs
+        equal here synthesise to the same netlist, whatever their power figures
+        (``e_ref_cycle_nj``, ``p_leak_mw``), ``qo_life_us`` or retention table."""
+        return {key: getattr(self, key) for key in HARDWARE_FIELDS}

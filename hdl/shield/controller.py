@@ -60,6 +60,27 @@ def _width(count: int) -> int:
     return max(1, ceil_log2(max(count, 1)))
 
 
+def one_hot(m: Module, index: Signal, count: int, name: str):
+    """``count`` bits, bit ``i`` high when ``index == i``: a two-level predecoder.
+
+    The index's low and high halves are decoded apart (about ``2 sqrt(count)`` comparators,
+    held in signals ``<name>_lo``/``<name>_hi`` so each is built once) and bit ``i`` is the AND
+    of one line of each, as in an SRAM row decoder. Built from whole-vector operations, so its
+    netlist (and the time to generate, simulate and synthesise it) stays linear in ``count``;
+    a per-bit ``bit_select`` assignment becomes a ``count``-way switch instead. ``index`` has
+    ``ceil_log2(count)`` bits or more; an index ``>= count`` selects no bit.
+    """
+    width = len(index)
+    if width < ceil_log2(count):
+        raise ValueError(f"index of {width} bits cannot address {count} bits")
+    lo_bits = ceil_log2(count) // 2
+    lo = Signal(1 << lo_bits, name=f"{name}_lo")
+    hi = Signal(-(-count >> lo_bits), name=f"{name}_hi")
+    m.d.comb += [lo.eq(Cat(*(index[:lo_bits] == i for i in range(len(lo))))),
+                 hi.eq(Cat(*(index[lo_bits:] == h for h in range(len(hi)))))]
+    return Cat(*(lo & hi[h].replicate(len(lo)) for h in range(len(hi))))[:count]
+
+
 class RefreshScheduler(wiring.Component):
     """Names the row whose refresh slot is the current cycle, for a ``rows``-row bank.
 
@@ -68,7 +89,9 @@ class RefreshScheduler(wiring.Component):
     ``(row * interval) // rows``, kept incrementally (quotient + remainder, as Bresenham's line
     does), so no multiplier, divider or offset table is needed. ``slot`` is high in the cycle
     whose phase equals that offset; the pointer then advances, wrapping after the last row.
-    Offsets are distinct because ``interval > rows``.
+    Offsets are distinct because ``interval > rows``. ``next_row`` is the pointer's value in
+    the next cycle, so a client can look up that row's state one cycle ahead (the controller
+    registers the row's liveness, keeping its per-row lookup off the access path).
 
     Parameters
     ----------
@@ -83,6 +106,8 @@ class RefreshScheduler(wiring.Component):
         Row whose slot this is (valid when ``slot``).
     slot : Out(1)
         This cycle is ``row``'s refresh slot.
+    next_row : Out(range(rows))
+        ``row`` in the next cycle.
     params : dict
         ``{"rows": rows, "interval": interval}``.
     """
@@ -94,7 +119,8 @@ class RefreshScheduler(wiring.Component):
             raise ValueError(f"interval must be an int > rows ({rows}), got {interval!r}")
         self.rows, self.interval = rows, interval
         self.params = {"rows": rows, "interval": interval}
-        super().__init__({"row": Out(range(rows)), "slot": Out(1)})
+        super().__init__({"row": Out(range(rows)), "slot": Out(1),
+                          "next_row": Out(range(rows))})
 
     def elaborate(self, platform):
         m = Module()
@@ -110,14 +136,16 @@ class RefreshScheduler(wiring.Component):
 
         m.d.sync += phase.eq(Mux(phase == T - 1, 0, phase + 1))
         slot = Signal()
-        m.d.comb += [slot.eq(phase == target), self.slot.eq(slot), self.row.eq(row)]
+        last = row == R - 1
+        m.d.comb += [slot.eq(phase == target), self.slot.eq(slot), self.row.eq(row),
+                     self.next_row.eq(Mux(slot, Mux(last, 0, row + 1), row))]
+        m.d.sync += row.eq(self.next_row)
         with m.If(slot):
-            with m.If(row == R - 1):
-                m.d.sync += [row.eq(0), target.eq(0), frac.eq(0)]
+            with m.If(last):
+                m.d.sync += [target.eq(0), frac.eq(0)]
             with m.Else():
                 carry = frac + step_frac >= R
                 m.d.sync += [
-                    row.eq(row + 1),
                     target.eq(target + step + carry),
                     frac.eq(Mux(carry, frac + step_frac - R, frac + step_frac)),
                 ]
@@ -260,17 +288,24 @@ class ShieldController(wiring.Component):
             unique_submodule(m, f"sched_{bank}", sched[bank])
 
         # Liveness per row and class: KV words occupy relaxed row r and standard row r alike,
-        # so one bit per relaxed row serves both; QO words are tracked per standard row.
+        # so one bit per relaxed row serves both; QO words are tracked per standard row from
+        # the first one that can hold a QO word (``kv_words // row_words``) on.
+        qo_base = kv_words // self.row_words
         kv_live = Signal(rows["relaxed"])
-        qo_live = Signal(rows["standard"])
-        std_live = Signal(rows["standard"])
-        m.d.comb += std_live.eq(qo_live | kv_live)
+        qo_live = Signal(max(rows["standard"] - qo_base, 1))
+        # Each class's bits at their standard-bank rows (a row may hold both classes).
+        kv_std = Cat(kv_live, Const(0, rows["standard"]))[:rows["standard"]]
+        qo_std = Cat(Const(0, qo_base), qo_live)[:rows["standard"]]
 
+        # row_live: is the scheduler's row live this cycle. Looked up one cycle ahead (at its
+        # next_row, with that cycle's write or release bypassed in) and registered, so the
+        # per-row lookup (a rows-to-1 multiplexer) ends at a register instead of sitting in
+        # front of req.ready, the bank strobes and the liveness updates.
+        row_live = {bank: Signal(name=f"row_live_{bank}") for bank in REFRESHED_BANKS}
         refresh = {}
-        for bank, live in (("standard", std_live), ("relaxed", kv_live)):
+        for bank in REFRESHED_BANKS:
             refresh[bank] = Signal(name=f"refresh_{bank}")
-            m.d.comb += [refresh[bank].eq(sched[bank].slot
-                                          & live.bit_select(sched[bank].row, 1)),
+            m.d.comb += [refresh[bank].eq(sched[bank].slot & row_live[bank]),
                          getattr(self, f"{bank}_ref").eq(refresh[bank])]
             count = getattr(self, f"refresh_count_{bank}")
             count_reg = Signal(32, name=f"count_{bank}")
@@ -328,16 +363,30 @@ class ShieldController(wiring.Component):
             ]
 
         # -- liveness ------------------------------------------------------------------------
-        with m.If(do_write):
-            with m.If(is_kv):
-                m.d.sync += kv_live.bit_select(lo_row, 1).eq(1)
-            with m.Else():
-                m.d.sync += qo_live.bit_select(std_row, 1).eq(1)
-        with m.If(fire & (cmd.op == Op.RELEASE)):
-            with m.If(is_kv):
-                m.d.sync += kv_live.eq(0)
-            with m.Else():
-                m.d.sync += qo_live.eq(0)
+        # A write makes its row live from the next cycle; a release kills its class from the
+        # next cycle. KV words sit at standard row == relaxed row, so one decoder serves both.
+        release = fire & (cmd.op == Op.RELEASE)
+        release_kv, release_qo = release & is_kv, release & ~is_kv
+        # std_row is below rows["standard"] whenever do_write is high (in_range).
+        written_row = Signal(range(rows["standard"]))
+        m.d.comb += written_row.eq(std_row)
+        written = one_hot(m, written_row, rows["standard"], "written")
+        m.d.sync += [
+            kv_live.eq(Mux(release_kv, 0, kv_live | Mux(do_write & is_kv,
+                                                         written[:rows["relaxed"]], 0))),
+            qo_live.eq(Mux(release_qo, 0, qo_live | Mux(do_write & ~is_kv,
+                                                         written[qo_base:], 0))),
+        ]
+        nxt = {bank: sched[bank].next_row for bank in REFRESHED_BANKS}
+        m.d.sync += [
+            row_live["standard"].eq(
+                (kv_std.bit_select(nxt["standard"], 1) & ~release_kv)
+                | (qo_std.bit_select(nxt["standard"], 1) & ~release_qo)
+                | (do_write & (written_row == nxt["standard"]))),
+            row_live["relaxed"].eq(
+                (kv_live.bit_select(nxt["relaxed"], 1) & ~release_kv)
+                | (do_write & is_kv & (lo_row == nxt["relaxed"]))),
+        ]
 
         # -- read return ---------------------------------------------------------------------
         m.d.sync += [rd_pend.eq(fire & is_read), rd_kv.eq(is_kv), rd_ok.eq(in_range)]

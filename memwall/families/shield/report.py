@@ -22,6 +22,10 @@ from memwall.config import load_config
 from memwall.golden import shield as s
 from memwall.golden.shield_trace import Step, Trace, load_trace
 
+from . import controller_cost
+from .controller_cost import LAYERS
+from .workloads import LAYER_LOOP, layer_loop_trace
+
 __all__ = ["build_report", "main"]
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -50,15 +54,6 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _layer_loop_trace(cfg, layers: int = 8) -> Trace:
-    """The 2 MB workspace through ``layers`` decoder layers: KV written once, then per layer the
-    Q/O buffer written, held through attention and FFN, read, released (life < 1.5 ms)."""
-    layer = (Step("write", "qo", 0, cfg.qo_words), Step("idle", us=400.0),
-             Step("read", "qo", 0, cfg.qo_words), Step("release", "qo"),
-             Step("idle", us=100.0))
-    return Trace((Step("write", "kv", 0, cfg.kv_words),) + layer * layers)
-
-
 def _trace_checks() -> list[dict[str, Any]]:
     small = load_config("shield_small")
     big = load_config("shield_2mb")
@@ -67,8 +62,8 @@ def _trace_checks() -> list[dict[str, Any]]:
     cases = [("shield_small", "configs/traces/shield_small.yaml", small,
               load_trace(ROOT / "configs/traces/shield_small.yaml", small)),
              ("shield_2mb", "all words written, then 200 T_rel idle", big, full),
-             ("shield_2mb", "8 layers: KV once; per layer Q/O write, 400 µs, read, release, "
-              "100 µs", big, _layer_loop_trace(big))]
+             ("shield_2mb", LAYER_LOOP.format(layers=LAYERS), big,
+              layer_loop_trace(big, LAYERS))]
     out = []
     for name, what, cfg, trace in cases:
         start = time.perf_counter()
@@ -113,6 +108,8 @@ def build_report(out: Path = DEFAULT_OUT, *, seeds: tuple[int, ...] = SEEDS) -> 
         "kelle_interval_us": t_kv,
     }
     res["traces"] = _trace_checks()
+    res["refresh_saved"] = {name: controller_cost.refresh_saving(cfg)
+                            for name, cfg in cfgs.items()}
     start = time.perf_counter()
     errs = s.fault_sweep(BERS, MASKS, seeds, **BLOCK)
     res["fault_injection"] = {"bers": BERS, "seeds": seeds, **BLOCK, "errors": errs,
@@ -336,6 +333,23 @@ def _readme(res, cfgs) -> str:
             f"{r['refresh_counts']['standard']} / {r['refresh_counts']['relaxed']} | "
             f"{r['p_base']:.4g} | {r['p_shield']:.4g} | {_pct(r['eta'])} | "
             f"{r['kv_fraction']:.3f} | {_pct(p['eta'])} |")
+    add("")
+    add("### Refresh power saved: what the controller must cost less than\n")
+    add(f"Refresh power only (leakage excluded), mW, on the layer loop above "
+        f"({LAYER_LOOP.format(layers=LAYERS)}), per calibration of the 2 MB workspace. "
+        f"`trace`: "
+        f"{controller_cost.MODELS['trace']}; `eq5-8`: {controller_cost.MODELS['eq5-8']}. "
+        f"Beside the synthesised controller's area and power, with the net saving, in "
+        f"`reports/area_power.md` (`make report`, section \"SHIELD: controller cost vs "
+        f"refresh power saved\").\n")
+    add("| calibration | model | F (B_KV/B_total) | baseline refresh mW | SHIELD refresh mW | "
+        "saved mW | saved % of baseline |")
+    add("|---|---|---|---|---|---|---|")
+    for name, models in res["refresh_saved"].items():
+        for model, r in models.items():
+            add(f"| {name} | `{model}` | {r['kv_fraction']:.3f} | "
+                f"{r['baseline_refresh_mw']:.4g} | {r['shield_refresh_mw']:.4g} | "
+                f"{r['saved_mw']:.4g} | {_pct(r['saved_mw'] / r['baseline_refresh_mw'])} |")
     add("")
     rt = res["retention"]
     add("## Retention (config default table)\n")
