@@ -46,7 +46,7 @@ report: $(STAMP)
 	$(BIN)/memwall report --run $(if $(WORKERS),--workers $(WORKERS)) $(if $(RAY),--ray $(RAY))
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q tests
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -q tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check memwall hdl golden verif flows tests

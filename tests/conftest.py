@@ -1,5 +1,7 @@
 """Every test that runs a cocotb simulation carries the ``sim`` marker (``-m "not sim"`` then
-skips every simulation, and nothing else).
+skips every simulation, and nothing else). The longest tests are collected first
+(:data:`LONGEST_FIRST`), so ``make test``'s workers start them at once and share out the rest
+(``--dist worksteal``) instead of finishing on one long tail.
 
 Checked where simulations start: cocotb's ``Runner.build``/``Runner.test`` (what
 ``memwall.verif.common.runner.simulate`` and everything above it, ``run_core``, ``run_trace``,
@@ -11,6 +13,25 @@ from __future__ import annotations
 import pytest
 
 SIM_MARKER = "sim"
+
+#: Node-id prefixes of the longest tests (minutes each; `pytest --durations=15`), longest first.
+LONGEST_FIRST = (
+    "tests/test_flow_gates.py",
+    "tests/test_sim_core.py",
+    "tests/test_flow_synth.py",
+    "tests/test_families.py::test_tiny_family_synth_and_report",
+    "tests/test_flow_sta_boundary.py",
+)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    def rank(item) -> int:
+        for n, prefix in enumerate(LONGEST_FIRST):
+            if item.nodeid.startswith(prefix):
+                return n
+        return len(LONGEST_FIRST)
+
+    items.sort(key=rank)   # stable: the rest keep their order
 
 
 @pytest.fixture(autouse=True)
