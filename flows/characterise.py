@@ -108,6 +108,8 @@ def boundary(run: ModuleRun, netlist: Netlist, fan: Fanout, netlists: dict[str, 
     def instance(cell) -> str:
         return "" if cell.type in merged else cell.name
 
+    pin_indices: dict[tuple[str, str], list] = {}   # a lane array asks for the same pins
+
     def child_groups(kind: str, entries) -> list[Group]:
         groups = []
         for cell, pin, k, _t in entries:
@@ -116,7 +118,9 @@ def boundary(run: ModuleRun, netlist: Netlist, fan: Fanout, netlists: dict[str, 
                 continue
             n = len(cell.pins[pin])
             if child in netlists:   # the child's own bit index of the pin
-                indices = netlists[child].port_indices(pin)
+                indices = pin_indices.get((child, pin))
+                if indices is None:
+                    indices = pin_indices[(child, pin)] = netlists[child].port_indices(pin)
                 pos = k - n + len(indices)
                 index = indices[pos] if 0 <= pos < len(indices) else k
                 groups.append((kind, child, pin, group_bit(index, len(indices)), instance(cell)))
