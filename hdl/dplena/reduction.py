@@ -20,7 +20,7 @@ from amaranth.utils import exact_log2
 from memwall.hdl.common.fp import FpAdd, bf16_key
 from memwall.hdl.common.lanes import LockstepControl
 from memwall.hdl.common.netlist import unique_submodule
-from memwall.hdl.common.pipeline import delay
+from memwall.hdl.common.pipeline import delay, with_stages
 from memwall.hdl.common.structural import Netlist, Structural
 
 from .stages import tree_latency
@@ -75,10 +75,6 @@ def _merge(m: Module, load, component, left: dict, right: dict, stages: int) -> 
     m.d.comb += [getattr(component, name).eq(reg) for name, reg in regs.items()]
 
 
-def _stage_params(params: dict, stages: int) -> dict:
-    return {**params, "stages": stages} if stages else params
-
-
 class ReductionNode(wiring.Component):
     """Merges two sub-tree results (max, valid, index, FP32 sum) into one: one tree level,
     ``stages + 1`` pipeline stages (:func:`_merge`).
@@ -95,7 +91,7 @@ class ReductionNode(wiring.Component):
         if index_width < 1:
             raise ValueError(f"index_width must be >= 1, got {index_width}")
         self.stages = stages
-        self.params = _stage_params({"index_width": index_width}, stages)
+        self.params = with_stages({"index_width": index_width}, stages)
         side = {"value": In(16), "valid": In(1), "index": In(index_width), "sum": In(32)}
         super().__init__({**{f"l_{k}": v for k, v in side.items()},
                           **{f"r_{k}": v for k, v in side.items()},
@@ -117,7 +113,7 @@ class ReductionLeafPair(wiring.Component):
 
     def __init__(self, stages: int = 0):
         self.stages = stages
-        self.params = _stage_params({}, stages)
+        self.params = with_stages({}, stages)
         super().__init__({"data": In(data.ArrayLayout(16, 2)), "count": In(range(3)),
                           "load": In(tree_latency(1, stages)), **_tree_outputs(1)})
 
@@ -198,7 +194,7 @@ class ReductionTree(Structural, wiring.Component):
             raise ValueError(f"lanes must be a power of two >= 4, got {lanes}")
         self.lanes, self.stages = lanes, stages
         self.levels = exact_log2(lanes)
-        self.params = _stage_params({"lanes": lanes}, stages)
+        self.params = with_stages({"lanes": lanes}, stages)
         super().__init__({"data": In(data.ArrayLayout(16, lanes)), "count": In(range(lanes + 1)),
                           "load": In(tree_latency(self.levels, stages)),
                           **_tree_outputs(self.levels)})
@@ -272,7 +268,7 @@ class ReductionAccumulator(wiring.Component):
     def __init__(self, vlen: int, stages: int = 0):
         self.vlen, self.stages = vlen, stages
         self.partials = stages + 2 if stages else 1
-        self.params = _stage_params({"vlen": vlen}, stages)
+        self.params = with_stages({"vlen": vlen}, stages)
         super().__init__({
             "chunk": In(stream.Signature(reduce_cmd_layout(vlen))),
             "max_value": In(16), "max_valid": In(1), "max_index": In(exact_log2(vlen)),
@@ -465,7 +461,7 @@ class ReductionUnit(Structural, wiring.Component):
         if vlen < 2 or vlen & (vlen - 1):
             raise ValueError(f"vlen must be a power of two >= 2, got {vlen}")
         self.vlen, self.stages = vlen, stages
-        self.params = _stage_params({"vlen": vlen}, stages)
+        self.params = with_stages({"vlen": vlen}, stages)
         super().__init__({
             "i": In(stream.Signature(reduce_cmd_layout(vlen))),
             "data": In(data.ArrayLayout(16, vlen)),
