@@ -9,8 +9,10 @@ gate for gate.
 The registers of the ``j``-th active cut are stage ``j``: they are ``reset_less`` and load only
 when ``load[j]`` is high, which is :attr:`~memwall.hdl.common.lanes.LockstepControl.load` of the
 lane's control (valid data enters that stage), so an idle pipeline does not toggle. A block with
-``k`` stages has a latency of ``k`` cycles from its inputs to its output; the lane's own output
-register behind it is stage ``k`` of a ``LockstepControl(latency=k + 1)``.
+``k`` stages has a latency of ``k`` cycles from its inputs to its output. A pipelined block
+expects registered inputs and a register close behind its output (its first and last stages
+are cut for that): d-PLENA's lanes register their operands in front of the block and their
+result behind it (``LockstepControl(latency=k + 2)``, :mod:`memwall.hdl.dplena.stages`).
 """
 
 from __future__ import annotations
