@@ -104,7 +104,12 @@ def test_constraint_clock_period(out32, tmp_path):
     out = generate(load_config(str(cfg_path)), out_root=tmp_path / "build")
     assert out.name == "slow32"
     assert re.search(r"^set clk_period 1\.25\n", (out / "constraint.sdc").read_text(), re.M)
-    assert re.search(r"^export CLOCK_PERIOD_NS = 1\.25$", (out / "config.mk").read_text(), re.M)
+    # dplena32 gives sky130hd and nangate45 clocks of their own: the PLATFORM's, else 1.25 ns
+    mk = (out / "config.mk").read_text()
+    assert re.search(r"^export CLOCK_PERIOD_NS = \$\(or \$\(CLOCK_PERIOD_NS_\$\(PLATFORM\)\),1\.25\)$",
+                     mk, re.M)
+    for pdk, mhz in load_config(str(cfg_path)).pdk_clocks().items():
+        assert re.search(rf"^CLOCK_PERIOD_NS_{pdk} = {1000 / mhz:.6g}$", mk, re.M)
     # The clock changes the constraints only, not the RTL.
     assert {k: v for k, v in _tree(out).items() if k.startswith("rtl/")} == \
            {k: v for k, v in _tree(out32).items() if k.startswith("rtl/")}
@@ -202,8 +207,12 @@ def test_every_module_defined_once(out32):
             assert inst in names, f"{path.name} instantiates undefined module {inst}"
 
 
+#: The lane modules' names at the configs' default pipeline depth (fp_stages 2).
+EW_LANE = "elementwise_lane_addbf162_exp2_mulbf162"
+
+
 @pytest.mark.parametrize(("lane", "unit_prefix", "lanes"), [
-    ("elementwise_lane", "elementwise_unit_vlen", 32),   # VLEN
+    (EW_LANE, "elementwise_unit_", 32),                  # VLEN
     ("dequant_lane", "mx_dequantiser", 32),              # hbm_bytes_per_cycle
     ("select_lane_width32", "masked_select_unit", 1),    # the INT select lane
 ])
@@ -230,7 +239,7 @@ def test_module_count_does_not_scale_with_vlen(out32, out2048):
     assert max(_definitions(out2048).values()) == 1
     # The lane modules do not depend on VLEN at all: same text, up to the numbering of Yosys's
     # $auto$ names (a counter over the whole design's Yosys run).
-    for lane in ("elementwise_lane", "select_lane_width32"):
+    for lane in (EW_LANE, "select_lane_width32"):
         texts = [AUTO_NAME.sub("$auto", (out / "rtl" / f"{lane}.v").read_text())
                  for out in (out32, out2048)]
         assert texts[0] == texts[1], lane

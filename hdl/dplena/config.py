@@ -91,7 +91,8 @@ class DplenaConfig(UnitConfig):
                                 "clock per PDK where it differs from clock_mhz, e.g. "
                                 "{sky130hd: 100}: the hardware does not depend on its clock, so "
                                 "each PDK is synthesised and timed at its own")
-    fp_stages: int = field(2, int_range(0, max_fp_stages()),
+    # A choice among the blocks' depths, not a size: generation cost barely depends on it.
+    fp_stages: int = field(2, one_of(*range(max_fp_stages() + 1)),
                            "pipeline register stages inside every FP block (add, multiply, "
                            "exp, 1/x, FP32->BF16), each block capped at its own deepest "
                            "(hdl/dplena/stages.py); 0 is combinational. 2, the default, is "
