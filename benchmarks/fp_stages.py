@@ -4,7 +4,8 @@ Every block of :mod:`memwall.hdl.common.fp` and :mod:`memwall.hdl.common.transce
 every allowed depth is wrapped in a harness that registers each of its inputs and its output,
 so every path through it runs from a register to a register. The harness goes through the
 project's own flow: Verilog from :class:`~memwall.hdl.common.netlist.Design`, Yosys with
-:func:`memwall.flows.synth.synthesize` (ABC ``-D 1000``, the ASAP7 Liberty of
+:func:`memwall.flows.synth.synthesize` (ABC with the flow's script,
+:data:`~memwall.flows.synth.ABC_SCRIPT`, and ``-D 1000``; the ASAP7 Liberty of
 :func:`memwall.flows.pdk.find_pdk`), then one OpenSTA timing run as
 :func:`memwall.flows.sta.run_sta` makes it (:func:`~memwall.flows.rewrite.rewrite_module`,
 :func:`~memwall.flows.sta.module_tcl`) with one ``report_checks`` per pipeline segment added.
@@ -14,14 +15,17 @@ delay is the clock period minus the worst slack at its registers: clock to Q, lo
 the shortest period at which that segment alone would pass. The area is the block's own,
 from a second module of the same run: the block alone, without the harness.
 
-    .venv/bin/python benchmarks/fp_stages.py --search --compare nodc2   # the committed report
+    .venv/bin/python benchmarks/fp_stages.py --search --compare dc2   # the committed report
     .venv/bin/python benchmarks/fp_stages.py --only "FpAdd(fp32)" --no-write
+    .venv/bin/python benchmarks/fp_stages.py --rewrite   # the .md again from the .json
 
 ``--search`` measures every ordered subset of each block's candidate cut points: the data the
 depth tables (``DEPTHS``) are chosen from (per depth, the subset with the smallest worst
-stage). ``--compare nodc2`` runs the blocks and plain adders again with ABC's script without
-its ``dc2`` step, an experiment beside the flow (the flow itself is not changed). Writes
-``reports/fp_stages.md`` and ``reports/fp_stages.json``; work files in ``build/fp_stages/``.
+stage). ``--compare dc2`` runs the blocks at their table depths again, and adders (plain and
+carry-select) under both scripts, with Yosys' own default ABC script, which has the ``dc2``
+step the flow's :data:`~memwall.flows.synth.ABC_SCRIPT` leaves out: the measurement of why it
+is left out (and of why the blocks use plain adders). Writes ``reports/fp_stages.md`` and
+``reports/fp_stages.json``; work files in ``build/fp_stages/``.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from amaranth.hdl import Module, Signal  # noqa: E402
+from amaranth.hdl import Cat, Module, Mux, Signal  # noqa: E402
 from amaranth.lib import wiring  # noqa: E402
 from amaranth.lib.wiring import In, Out  # noqa: E402
 
@@ -56,14 +60,18 @@ PERIOD_NS = 1.0
 #: units add around the block (operand muxes, load fan-out, the lane's output register).
 TARGET_PS = 800.0
 #: ABC scripts for ``--compare`` (Yosys ``abc -script``: commas for spaces, ``{D}`` the delay
-#: target). ``nodc2``: Yosys' default script for ``abc -liberty -D`` (the flow's), without its
-#: ``dc2`` step, whose area-oriented rewriting turns the Brent-Kung carry trees of Yosys'
-#: ``techmap`` into ripple carry chains.
+#: target). ``dc2``: what Yosys 0.58 runs for ``abc -liberty -constr -D`` without ``-script``
+#: (``ABC_COMMAND_CTR`` of ``passes/techmap/abc.cc``, with the ``retime -o {D}`` it adds after
+#: ``dretime`` when ``-D`` is given): the flow's script plus ``dc2`` (and that ``retime``, a
+#: no-op on the latch-free logic ABC gets here). ``dc2``'s area-oriented rewriting turns the
+#: Brent-Kung carry trees of Yosys' ``techmap`` into ripple carry chains.
 ABC_SCRIPTS = {
-    "nodc2": "+strash;&get,-n;&fraig,-x;&put;scorr;dretime;strash;&get,-n;&dch,-f;&nf,{D};"
-             "&put;buffer;upsize,{D};dnsize,{D};stime,-p",
+    "dc2": "+strash;&get,-n;&fraig,-x;&put;scorr;dc2;dretime;retime,-o,{D};strash;&get,-n;"
+           "&dch,-f;&nf,{D};&put;buffer;upsize,{D};dnsize,{D};stime,-p",
 }
 ADDER_WIDTHS = (16, 28, 48)
+#: Carry-select blocks of the adders of ``--compare`` (1: the plain ``+``).
+ADDER_BLOCKS = (1, 2, 4)
 
 
 def blocks() -> dict[str, Callable]:
@@ -142,18 +150,39 @@ class Harness(wiring.Component):
 
 
 class Adder(wiring.Component):
-    """A plain ``width``-bit ``a + b``: how the flow maps a carry chain."""
+    """A ``width``-bit ``a + b``: how the flow maps a carry chain.
+
+    ``blocks == 1`` is the plain ``+``. More blocks make it a carry-select adder: each block
+    after the first adds its slice for both carries in and the carry out of the block below
+    picks one (the form the pipelined FP blocks used while the flow's ABC script had ``dc2``).
+    """
 
     cuts = ()
 
-    def __init__(self, width: int):
-        self.params = {"width": width}
+    def __init__(self, width: int, blocks: int = 1):
+        self.params = {"width": width, "blocks": blocks}
+        self._blocks = blocks
         super().__init__({"a": In(width), "b": In(width), "y": Out(width + 1)})
 
     def elaborate(self, platform):
         m = Module()
-        m.d.comb += self.y.eq(self.a + self.b)
+        width = len(self.a)
+        if self._blocks == 1:
+            m.d.comb += self.y.eq(self.a + self.b)
+            return m
+        step = -(-width // self._blocks)
+        parts, carry = [], None
+        for lo in range(0, width, step):
+            x, y = self.a[lo:lo + step], self.b[lo:lo + step]
+            total = x + y if carry is None else Mux(carry, x + y + 1, x + y)
+            parts.append(total[:len(x)])
+            carry = total[len(x)]
+        m.d.comb += self.y.eq(Cat(*parts, carry))
         return m
+
+
+def adder_label(width: int, blocks: int) -> str:
+    return f"adder{width}" if blocks == 1 else f"adder{width}/csel{blocks}"
 
 
 # -- Flow --------------------------------------------------------------------------------------
@@ -275,21 +304,21 @@ def time_segments(synth_dir: Path, module: str, pdk, segment_names: list[str]) -
 
 @contextlib.contextmanager
 def abc_script(script: str | None) -> Iterator[None]:
-    """Within the block, the flow's Yosys script runs ABC with ``script`` (None: unchanged)."""
+    """Within the block, the flow's Yosys script runs ABC with ``script`` instead of
+    :data:`~memwall.flows.synth.ABC_SCRIPT` (None: unchanged)."""
     from memwall.flows import synth
 
     if script is None:
         yield
         return
     original = synth.yosys_script
+    flag = f"abc -script {synth.ABC_SCRIPT} "
 
     def patched(*args, **kwargs):
         text = original(*args, **kwargs)
-        lines = [f"abc -script {script} " + line[4:] if line.startswith("abc -D ") else line
-                 for line in text.splitlines()]
-        if not any(line.startswith("abc -script") for line in lines):
-            raise RuntimeError("no `abc -D` line in the flow's Yosys script")
-        return "\n".join(lines) + "\n"
+        if text.count(flag) != 1:
+            raise RuntimeError(f"no single `{flag.strip()}` in the flow's Yosys script")
+        return text.replace(flag, f"abc -script {script} ")
 
     synth.yosys_script = patched
     try:
@@ -449,7 +478,9 @@ def write_report(record: dict) -> None:
         "",
         "Each block sits between registers on all of its inputs and on its output (a harness), "
         "so every path is register to register. Flow: Verilog from `Design`, "
-        f"`flows.synth.synthesize` ({record['yosys']}, ABC `-D {PERIOD_NS * 1000:.0f}`, the "
+        f"`flows.synth.synthesize` ({record['yosys']}; ABC with the flow's script "
+        f"`{record['flow_abc_script']}`, Yosys' default `-liberty -D` script without `dc2`, "
+        f"and `-D {PERIOD_NS * 1000:.0f}`; the "
         f"{record['pdk']} Liberty of `find_pdk`), then one OpenSTA run as `flows.sta` writes "
         "it, with one `report_checks` per segment. A segment runs from one register level to "
         "the next (`in`: the harness input registers, `out`: the harness output register, the "
@@ -481,26 +512,37 @@ def write_report(record: dict) -> None:
     compare = [r for r in results if r["flow"] != "flow" and r.get("in_table")]
     adders = [r for r in results if r["block"].startswith("adder")]
     if compare or adders:
-        flows = sorted({r["flow"] for r in compare + adders if r["flow"] != "flow"})
-        lines += ["", f"## Experiment: ABC without `dc2` ({', '.join(flows)})", "",
+        lines += ["", "## Experiment: ABC with `dc2` (Yosys' default script)", "",
                   "The same harnesses, with the flow's Yosys script changed in one place: ABC "
-                  f"runs `{ABC_SCRIPTS['nodc2']}` (Yosys' default `-liberty -D` script without "
-                  "`dc2`). Not the project's flow; a measurement of what that one change does.",
-                  ""]
+                  f"runs `{ABC_SCRIPTS['dc2']}` instead of the flow's "
+                  f"`{record['flow_abc_script']}`. That is what Yosys 0.58 runs for "
+                  "`abc -liberty -constr -D` without `-script` (`ABC_COMMAND_CTR` in "
+                  "`passes/techmap/abc.cc`, with the `retime -o {D}` it inserts after "
+                  "`dretime` when `-D` is given): the flow's script plus `dc2` (the `retime` "
+                  "has no latches to move in the logic ABC gets here). Not the project's flow; "
+                  "the measurement of why the flow leaves `dc2` out.", ""]
         if adders:
-            lines += ["A plain `a + b` between registers (worst stage, ps; area µm²):", "",
-                      "| width | flow: delay | flow: area | no dc2: delay | no dc2: area |",
-                      "|---:|---:|---:|---:|---:|"]
+            lines += ["An adder between registers (worst stage, ps; area µm²): the plain "
+                      "`a + b` (1 block, Yosys' Brent-Kung carry tree) and carry-select "
+                      "adders of 2 and 4 blocks (each block after the first computed for "
+                      "both carries in), the workaround the FP blocks used while the flow "
+                      "had `dc2`:", "",
+                      "| width | blocks | flow: delay | flow: area | dc2: delay | dc2: area |",
+                      "|---:|---:|---:|---:|---:|---:|"]
             for width in ADDER_WIDTHS:
-                got = {r["flow"]: r for r in adders if r["block"] == f"adder{width}"}
-                if "flow" in got and "nodc2" in got:
-                    lines.append(f"| {width} | {got['flow']['worst_stage_ps']:.0f} | "
-                                 f"{got['flow']['block_area_um2']:.1f} | "
-                                 f"{got['nodc2']['worst_stage_ps']:.0f} | "
-                                 f"{got['nodc2']['block_area_um2']:.1f} |")
+                for blocks in ADDER_BLOCKS:
+                    got = {r["flow"]: r for r in adders
+                           if r["block"] == adder_label(width, blocks)}
+                    if "flow" in got and "dc2" in got:
+                        lines.append(f"| {width} | {blocks} | "
+                                     f"{got['flow']['worst_stage_ps']:.0f} | "
+                                     f"{got['flow']['block_area_um2']:.1f} | "
+                                     f"{got['dc2']['worst_stage_ps']:.0f} | "
+                                     f"{got['dc2']['block_area_um2']:.1f} |")
             lines.append("")
         if compare:
-            lines += ["The blocks at every allowed depth without `dc2`:", "", *_table(compare),
+            lines += ["The blocks as they are (plain adders) at every allowed depth with `dc2`:",
+                      "", *_table(compare),
                       "", *_smallest(compare)]
     lines.append("")
     REPORT_MD.write_text("\n".join(lines))
@@ -522,11 +564,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--search", action="store_true",
                         help="also measure every subset of each block's cut points")
     parser.add_argument("--compare", choices=sorted(ABC_SCRIPTS),
-                        help="also run the table and plain adders with this ABC script")
+                        help="also run the table and the adders with this ABC script")
     parser.add_argument("--no-write", action="store_true", help="print, do not write reports")
+    parser.add_argument("--rewrite", action="store_true",
+                        help="measure nothing: write reports/fp_stages.md again from the json")
     args = parser.parse_args(argv)
     given = sys.argv[1:] if argv is None else argv
+    if args.rewrite:
+        record = json.loads(REPORT_JSON.read_text())
+        for key in ("tables", "choice"):   # json keys are strings; depths are ints
+            record[key] = {block: {int(k): v for k, v in table.items()}
+                           for block, table in record[key].items()}
+        write_report(record)
+        print(f"wrote {REPORT_MD.relative_to(ROOT)} from {REPORT_JSON.relative_to(ROOT)}")
+        return 0
 
+    from memwall.flows import synth
     from memwall.flows.pdk import find_pdk
 
     from memwall.progress import Progress
@@ -552,9 +605,11 @@ def main(argv: list[str] | None = None) -> int:
                 jobs.append((label, cutter, cuts, "flow", "search"))
     if args.compare:
         for width in ADDER_WIDTHS:
-            for flow in ("flow", args.compare):
-                jobs.append((f"adder{width}", (lambda w: lambda cuts: Adder(w))(width), (),
-                             flow, "adder"))
+            for n in ADDER_BLOCKS:
+                for flow in ("flow", args.compare):
+                    jobs.append((adder_label(width, n),
+                                 lambda cuts, w=width, n=n: Adder(w, n), (),
+                                 flow, "adder"))
         for label in chosen:
             for job in [j for j in jobs if j[0] == label and j[4] == "table"]:
                 jobs.append((label, job[1], job[2], args.compare, "table"))
@@ -577,6 +632,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{os.cpu_count()} CPUs, Python {platform.python_version()}",
         "pdk": PDK, "period_ns": PERIOD_NS, "target_ps": TARGET_PS,
+        "flow_abc_script": synth.ABC_SCRIPT,
         "abc_scripts": {k: v for k, v in ABC_SCRIPTS.items() if k == args.compare},
         "yosys": _yosys_version(),
         "runtime_s": round(time.perf_counter() - start, 1),
