@@ -12,6 +12,16 @@ normalisation shifter, and rounding as an increment of the packed ``{exponent, f
 The blocks are combinational by default; ``stages=k`` places ``k`` register stages at named cut
 points of the same datapath (:mod:`memwall.hdl.common.pipeline`), so the arithmetic, and the
 bit-exactness, do not depend on the depth.
+
+Every adder is the plain ``+``, at every depth: Yosys maps it to a Brent-Kung carry tree, which
+the flow's ABC script keeps (``reports/fp_stages.md`` has adders alone under it and under
+Yosys' default script, whose ``dc2`` turns them into ripple carry). The pipelined blocks had
+carry-select adders while the flow ran ``dc2``. Measured without it, through the harness of
+``benchmarks/fp_stages.py``, at the 13 depths the FpAdd and FpMul tables then had, the plain
+``+`` gave a 183 ps (1.7 %) smaller sum of the worst stages and 31 um2 (1.0 %) less area, so
+the carry-select form was dropped. (A stage of FP32 rounding alone, FpMul's ``shift`` cut to
+the output, was 110-175 ps faster with a two-block carry-select increment; no FP32 depth of
+the table has that stage.)
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
@@ -75,33 +85,6 @@ def _lzc(m: Module, value: Value, name: str = "lzc") -> Value:
     return tree(value, name)[1]
 
 
-def _add(a: Value, b: Value, cin: Value, blocks: int) -> Value:
-    """``a + b + cin`` (unsigned, one bit wider than the wider operand) as a carry-select
-    adder of ``blocks`` blocks, or the plain ``+`` for ``blocks == 1``.
-
-    The pipelined blocks use it for their long carry chains: the flow's ABC script maps a
-    plain adder to a ripple carry (about 25 ps a bit on ASAP7, ``reports/fp_stages.md``),
-    and each block of a carry-select adder is a chain of its own, computed for both carries.
-    """
-    a, b, cin = Value.cast(a), Value.cast(b), Value.cast(cin)
-    width = max(len(a), len(b))
-    if blocks == 1:
-        return (a + b + cin)[:width + 1]
-    a, b = a.as_unsigned(), b.as_unsigned()
-    step = -(-width // blocks)
-    parts, carry = [], cin
-    for lo in range(0, width, step):
-        hi = min(width, lo + step)
-        x, y = a[lo:hi], b[lo:hi]
-        if lo == 0:
-            total = x + y + carry
-        else:
-            total = Mux(carry, x + y + 1, x + y)
-        parts.append(total[:hi - lo])
-        carry = total[hi - lo]
-    return Cat(*parts, carry)
-
-
 class _Unpacked:
     """Fields of one operand: sign, exponent field, fraction and the derived flags."""
 
@@ -143,19 +126,18 @@ class FpAdd(wiring.Component):
     * ``lzc``: after the leading-zero count (and its clamp to the exponent);
     * ``norm``: after the normalisation shifter, before rounding.
 
-    In the pipelined block the significand adder and the rounding increment are carry-select
-    adders of two blocks (:func:`_add`). Active cuts per depth (:attr:`DEPTHS`), chosen from
-    ``benchmarks/fp_stages.py --search`` on ASAP7 at 1 GHz (``reports/fp_stages.md``):
+    Active cuts per depth (:attr:`DEPTHS`), chosen from ``benchmarks/fp_stages.py --search`` on
+    ASAP7 at 1 GHz (``reports/fp_stages.md``):
 
-    * ``bf16``: 1 ``align``; 2 ``align, add``; 3 ``swap, align, lzc``.
-    * ``fp32``: 1 ``add``; 2 ``align, lzc``; 3 ``align, add, lzc``; 4 ``swap, align, add, lzc``.
+    * ``bf16``: 1 ``add``; 2 ``swap, add``; 3 ``swap, align, lzc``; 4 ``swap, align, add, norm``.
+    * ``fp32``: 1 ``add``; 2 ``align, lzc``; 3 ``swap, align, lzc``; 4 ``swap, align, add, lzc``.
 
     Parameters
     ----------
     fmt : FloatFormat or str
         ``BF16``/``"bf16"`` or ``FP32``/``"fp32"``.
     stages : int
-        Pipeline register stages, ``0 .. max(DEPTHS[fmt])`` (3 for BF16, 4 for FP32).
+        Pipeline register stages, ``0 .. max(DEPTHS[fmt])`` (4).
 
     Attributes
     ----------
@@ -175,8 +157,9 @@ class FpAdd(wiring.Component):
     CUT_POINTS = ("swap", "align", "add", "lzc", "norm")
     #: Active cut points per format and depth.
     DEPTHS = {
-        "bf16": {1: ("align",), 2: ("align", "add"), 3: ("swap", "align", "lzc")},
-        "fp32": {1: ("add",), 2: ("align", "lzc"), 3: ("align", "add", "lzc"),
+        "bf16": {1: ("add",), 2: ("swap", "add"), 3: ("swap", "align", "lzc"),
+                 4: ("swap", "align", "add", "norm")},
+        "fp32": {1: ("add",), 2: ("align", "lzc"), 3: ("swap", "align", "lzc"),
                  4: ("swap", "align", "add", "lzc")},
     }
 
@@ -227,10 +210,7 @@ class FpAdd(wiring.Component):
         x_al = Cat(Const(0, 3), x_sig)
 
         # One adder for both: x - y = x + ~y + 1, whose carry out (always 1, |x| >= |y|) is dropped.
-        if self.stages:
-            raw = _add(x_al, y_al ^ eff_sub.replicate(man + 4), eff_sub, 2)
-        else:
-            raw = x_al + (y_al ^ eff_sub.replicate(man + 4)) + eff_sub
+        raw = x_al + (y_al ^ eff_sub.replicate(man + 4)) + eff_sub
         # s: man + 5 bits, the sum is s * 2**(x_e - bias - man - 3)
         s = _wire(m, Cat(raw[:man + 4], raw[man + 4] & ~eff_sub), "s")
         s, x_e, x_sign, nan, inf, zero_sign = st.cut(
@@ -249,10 +229,7 @@ class FpAdd(wiring.Component):
             "norm", norm, e_r, x_sign, nan=nan, inf=inf, zero_sign=zero_sign, s_zero=s_zero)
         top = norm[man + 4]
         round_up = norm[3] & (norm[:3].any() | norm[4])  # guard & (sticky | lsb)
-        if self.stages:
-            packed = _add(Cat(norm[4:man + 4], Mux(top, e_r[:ew], 0)), 0, round_up, 2)
-        else:
-            packed = Cat(norm[4:man + 4], Mux(top, e_r[:ew], 0)) + round_up
+        packed = Cat(norm[4:man + 4], Mux(top, e_r[:ew], 0)) + round_up
         overflow = top & (e_r == f.exp_max)
         st.done()
 
@@ -279,27 +256,28 @@ class FpMul(wiring.Component):
     (:mod:`~memwall.hdl.common.pipeline`) and a latency of ``k`` cycles. Cut points, in
     dataflow order (:attr:`CUT_POINTS`):
 
-    * ``partial``: inside the multiplier: the significand product as two partial products
-      (``a`` times the low and the high half of ``b``), added after the cut;
+    * ``partial``: inside the multiplier: the significand product as :attr:`PARTS` partial
+      products (``a`` times equal slices of ``b``: two for BF16, three for FP32), added after
+      the cut;
     * ``product``: after the significand product;
     * ``lzc``: after the leading-zero count and the left shift amount;
     * ``shift``: after the normalisation shifts and the sticky bit, before rounding.
 
     In the pipelined block the exponent sum and the right shift amount are worked out beside
-    the multiplier, the result exponent after the ``lzc`` cut, and the partial-product sum and
-    the rounding increment are carry-select adders (:func:`_add`). Active cuts per depth
+    the multiplier and the result exponent after the ``lzc`` cut. Active cuts per depth
     (:attr:`DEPTHS`), chosen from ``benchmarks/fp_stages.py --search`` on ASAP7 at 1 GHz
     (``reports/fp_stages.md``):
 
-    * ``bf16``: 1 ``lzc``; 2 ``partial, lzc``; 3 ``partial, lzc, shift``.
-    * ``fp32``: 1 ``product``; 2 ``partial, lzc``; 3 ``partial, product, shift``.
+    * ``bf16``: 1 ``product``; 2 ``partial, lzc``; 3 ``partial, lzc, shift``;
+      4 ``partial, product, lzc, shift``.
+    * ``fp32``: 1 ``product``; 2 ``partial, lzc``; 3 ``partial, product, lzc``.
 
     Parameters
     ----------
     fmt : FloatFormat or str
         ``BF16``/``"bf16"`` or ``FP32``/``"fp32"``.
     stages : int
-        Pipeline register stages, ``0 .. max(DEPTHS[fmt])`` (3).
+        Pipeline register stages, ``0 .. max(DEPTHS[fmt])`` (4 for BF16, 3 for FP32).
 
     Attributes
     ----------
@@ -315,10 +293,16 @@ class FpMul(wiring.Component):
 
     #: Candidate cut points in dataflow order.
     CUT_POINTS = ("partial", "product", "lzc", "shift")
+    #: Partial products at the ``partial`` cut, per format (equal slices of ``b``). Three for
+    #: FP32: its fastest depth then has a worst stage of 712 ps (3: ``partial, product,
+    #: lzc``). With two it was 769 ps (the same cuts), and the table stopped at depth 2 with
+    #: 787 ps: 13 ps under the 800 ps target, less than the 25 ps the search counts as noise.
+    PARTS = {"bf16": 2, "fp32": 3}
     #: Active cut points per format and depth.
     DEPTHS = {
-        "bf16": {1: ("lzc",), 2: ("partial", "lzc"), 3: ("partial", "lzc", "shift")},
-        "fp32": {1: ("product",), 2: ("partial", "lzc"), 3: ("partial", "product", "shift")},
+        "bf16": {1: ("product",), 2: ("partial", "lzc"), 3: ("partial", "lzc", "shift"),
+                 4: ("partial", "product", "lzc", "shift")},
+        "fp32": {1: ("product",), 2: ("partial", "lzc"), 3: ("partial", "product", "lzc")},
     }
 
     def __init__(self, fmt, stages: int = 0):
@@ -373,10 +357,7 @@ class FpMul(wiring.Component):
             norm = Cat(Const(0, man), kept)
         top = norm[pw - 1]
         round_up = norm[man] & (sticky | norm[man + 1])  # guard & (sticky | lsb)
-        if self.stages:
-            packed = _add(Cat(norm[man + 1:pw - 1], Mux(top, e_r[:ew], 0)), 0, round_up, 2)
-        else:
-            packed = Cat(norm[man + 1:pw - 1], Mux(top, e_r[:ew], 0)) + round_up
+        packed = Cat(norm[man + 1:pw - 1], Mux(top, e_r[:ew], 0)) + round_up
         overflow = top & (e_r >= f.exp_max)
         st.done()
 
@@ -393,18 +374,23 @@ class FpMul(wiring.Component):
     def _pipelined_product(self, m, st, a_sig, a_e, b_sig, b_e, sign, nan, inf):
         """Product, exponent and shift amounts as the pipelined block computes them: as the
         combinational one, with ``sh`` and the right shift (they depend on the exponents only)
-        beside the multiplier, ``e_r`` after the ``lzc`` cut, and carry-select adders."""
+        beside the multiplier, ``e_r`` after the ``lzc`` cut."""
         f = self.fmt
         man, pw = f.man_bits, 2 * f.man_bits + 2
         sh = _wire(m, (a_e + b_e - f.bias).as_signed(), "sh")
         right = _wire(m, Mux(sh < 0, Mux(-sh > man + 2, man + 2, (-sh)[:bits_for(man + 2)]), 0),
                       "right")
         if st.active("partial"):
-            half = (man + 1) // 2
-            sh, right, lo, hi, sign, nan, inf = st.cut(
-                "partial", sh, right, lo=a_sig * b_sig[:half], hi=a_sig * b_sig[half:],
-                sign=sign, nan=nan, inf=inf)
-            prod = _wire(m, _add(lo, hi << half, 0, 4)[:pw], "prod")
+            # a times PARTS slices of b, summed after the cut.
+            step = -(-(man + 1) // self.PARTS[f.name])
+            parts = {f"pp{lo // step}": a_sig * b_sig[lo:lo + step]
+                     for lo in range(0, man + 1, step)}
+            sh, right, *pp, sign, nan, inf = st.cut("partial", sh, right, **parts, sign=sign,
+                                                    nan=nan, inf=inf)
+            total = pp[0]
+            for i, part in enumerate(pp[1:], 1):
+                total = total + (part << (i * step))
+            prod = _wire(m, total[:pw], "prod")
         else:
             prod = _wire(m, a_sig * b_sig, "prod")
         prod, sh, right, sign, nan, inf = st.cut("product", prod, sh, right, sign=sign, nan=nan,
