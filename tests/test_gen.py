@@ -106,8 +106,8 @@ def test_constraint_clock_period(out32, tmp_path):
     assert re.search(r"^set clk_period 1\.25\n", (out / "constraint.sdc").read_text(), re.M)
     # dplena32 gives sky130hd and nangate45 clocks of their own: the PLATFORM's, else 1.25 ns
     mk = (out / "config.mk").read_text()
-    assert re.search(r"^export CLOCK_PERIOD_NS = \$\(or \$\(CLOCK_PERIOD_NS_\$\(PLATFORM\)\),1\.25\)$",
-                     mk, re.M)
+    assert re.search(r"^export CLOCK_PERIOD_NS = "
+                     r"\$\(or \$\(CLOCK_PERIOD_NS_\$\(PLATFORM\)\),1\.25\)$", mk, re.M)
     for pdk, mhz in load_config(str(cfg_path)).pdk_clocks().items():
         assert re.search(rf"^CLOCK_PERIOD_NS_{pdk} = {1000 / mhz:.6g}$", mk, re.M)
     # The clock changes the constraints only, not the RTL.

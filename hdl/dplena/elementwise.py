@@ -23,6 +23,9 @@ from memwall.hdl.common.transcendental import Bf16Exp, Bf16Recip
 
 from .stages import FpStages
 
+#: Every block combinational (the default of the lanes and units).
+COMBINATIONAL = FpStages()
+
 __all__ = ["EwOp", "ElementwiseLane", "ElementwiseUnit", "ScalarOp", "ScalarFpLane",
            "ScalarFpUnit", "EW_CMD", "SCALAR_CMD"]
 
@@ -75,7 +78,7 @@ class ElementwiseLane(wiring.Component):
         BF16 result.
     """
 
-    def __init__(self, stages: FpStages = FpStages()):
+    def __init__(self, stages: FpStages = COMBINATIONAL):
         self.stages = stages
         self.depth = max(stages.add_bf16, stages.mul_bf16, stages.exp)
         self.params = _lane_params(stages, ("add_bf16", "mul_bf16", "exp"))
@@ -167,7 +170,7 @@ class ElementwiseUnit(LaneArray):
 
     module_name = "elementwise_unit"
 
-    def __init__(self, vlen: int, stages: FpStages = FpStages()):
+    def __init__(self, vlen: int, stages: FpStages = COMBINATIONAL):
         if vlen < 1:
             raise ValueError(f"vlen must be >= 1, got {vlen}")
         self.params = {"vlen": vlen, **_lane_params(stages, ("add_bf16", "mul_bf16", "exp"))}
@@ -208,7 +211,7 @@ class ScalarFpLane(wiring.Component):
     y : Out(16)
     """
 
-    def __init__(self, stages: FpStages = FpStages()):
+    def __init__(self, stages: FpStages = COMBINATIONAL):
         self.stages = stages
         self.depth = max(stages.exp, stages.recip, stages.to_bf16)
         self.params = _lane_params(stages, ("exp", "recip", "to_bf16"))
@@ -259,7 +262,7 @@ class ScalarFpUnit(LaneArray):
 
     module_name = "scalar_fp_unit"
 
-    def __init__(self, lanes: int = 1, stages: FpStages = FpStages()):
+    def __init__(self, lanes: int = 1, stages: FpStages = COMBINATIONAL):
         if lanes < 1:
             raise ValueError(f"lanes must be >= 1, got {lanes}")
         self.params = {"lanes": lanes, **_lane_params(stages, ("exp", "recip", "to_bf16"))}

@@ -11,10 +11,10 @@ is the table in :mod:`memwall.hdl.dplena.isa`. Control is one ``m.FSM``:
   stores and prefetch commands complete here (one a cycle); a multi-cycle instruction does its
   first step and moves to its own states, which return to ``EXECUTE`` when it completes.
 * per instruction: ``LOAD_INT``; ``SCALAR_ARITH`` and ``SCALAR_WRITE`` (S_ADD_F, S_MUL_F,
-  S_SUB_BF on pipelined blocks: wait for the result, register it, write it); ``SCALAR_FP`` (wait for the FP unit); ``REDUCE`` and
-  ``ELEMENTWISE`` (a Vector SRAM row a cycle into the unit, then the result); ``MAP_READ``/
-  ``MAP_WRITE`` (S_MAP_V_FP, V_CMP_EQ_INT); ``TOPK_*``; ``SELECT_*``; ``STORE_INT_*``;
-  ``STORE_V_*``.
+  S_SUB_BF on pipelined blocks: wait for the result, register it, write it); ``SCALAR_FP``
+  (wait for the FP unit); ``REDUCE`` and ``ELEMENTWISE`` (a Vector SRAM row a cycle into the
+  unit, then the result); ``MAP_READ``/``MAP_WRITE`` (S_MAP_V_FP, V_CMP_EQ_INT); ``TOPK_*``;
+  ``SELECT_*``; ``STORE_INT_*``; ``STORE_V_*``.
 
 Instructions execute from an instruction register, and the memory reads the next instruction
 while one runs, so straight-line code runs one instruction a cycle; a start or a taken branch
@@ -239,8 +239,8 @@ class _Datapath:
         """What every unit and memory port sees unless a state says otherwise."""
         m, cfg, seq = self.m, self.cfg, self.seq
         L, vlen, vshift = cfg.block_len, cfg.vlen, exact_log2(cfg.vlen)
-        op, imm, f1, f2, f3, g1, g2, g3 = (self.op, self.imm, self.f1, self.f2, self.f3,
-                                           self.g1, self.g2, self.g3)
+        op, imm, f1, f2, g1, g2, g3 = (self.op, self.imm, self.f1, self.f2, self.g1, self.g2,
+                                       self.g3)
         elem = self.issued[:bits_for(L - 1)]
         # An instruction's size, set in its EXECUTE cycle (no later state recomputes it from
         # the decode): rows of a vector operand (g2 elements), or the immediate element count;
