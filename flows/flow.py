@@ -1,8 +1,10 @@
 """``memwall synth``: generate -> hierarchical synthesis -> activity -> OpenSTA -> metrics.json.
 
 ``build/<config>/synth/<pdk>/metrics.json`` is the one record every report reads. The steps are
-in :mod:`memwall.flows.synth` (Yosys, one run per unique module), :mod:`memwall.flows.activity`
-(switching activity from a cocotb run) and :mod:`memwall.flows.sta` (OpenSTA timing and power).
+in :mod:`memwall.flows.synth` (Yosys, one run per unique module), :mod:`memwall.flows.workload`
+and :mod:`memwall.flows.activity` (switching activity from the family's cocotb runs) and
+:mod:`memwall.flows.sta` (OpenSTA timing and power; the memories' macro power from
+:mod:`memwall.flows.memory_power`).
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def power_by_unit(manifest: dict, power_by_module: dict) -> dict:
 
 def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs: int = 2,
              activity: bool = True, progress: Progress | None = None, flat_sta: bool = False,
-             boundary: str = "context") -> dict:
+             boundary: str = "context", memory_idle: float | None = None) -> dict:
     """Synthesise, time and power one config on one PDK; returns (and writes) its metrics.
 
     ``progress`` shows the steps of :data:`FLOW_STEPS` (plain lines on stderr by default).
@@ -65,6 +67,8 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
     design around each module, :mod:`memwall.flows.budget`) or "fixed" (a flat 20 % budget).
     ``flat_sta``: also link the whole design in one OpenSTA run and time it end to end
     (:mod:`memwall.flows.flat_sta`; small configs only), reported beside the hierarchical WNS.
+    ``memory_idle``: the share of an SRAM macro's access energy charged for a cycle without an
+    access (default :data:`memwall.flows.memory_power.IDLE_ACCESS_FRACTION`).
     """
     from . import sta, synth
 
@@ -91,7 +95,7 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
             switching = collect_activity(cfg, out_dir / "activity", progress)
         steps.advance(FLOW_STEPS[2] if activity else "no activity run (--no-activity)")
         timing = sta.run_sta(out_dir, manifest, pdk, period_ns, switching,
-                             progress=progress, boundary=boundary)
+                             progress=progress, boundary=boundary, memory_idle=memory_idle)
         steps.advance(FLOW_STEPS[3])
         flat = None
         if flat_sta:
@@ -110,7 +114,7 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
         "area_by_module": area["area_by_module"],
         "area_by_unit": area.get("area_by_unit", {}),
         "cells": area["cells"],
-        "macros": area.get("macros", []),
+        "macros": timing.get("macros", area.get("macros", [])),   # with each one's power
         "wns_ns": timing["wns_ns"],
         "tns_ns": timing["tns_ns"],
         "critical_path": timing.get("critical_path"),
@@ -119,6 +123,7 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
         "power_by_module": timing.get("power_by_module", {}),
         "power_by_unit": power_by_unit(manifest, timing.get("power_by_module", {})),
         "activity_source": timing["activity_source"],
+        "activity_runs": (switching or {}).get("runs"),   # cycles, seconds, VCD MB per run
         "annotated": timing.get("annotated"),
         "synth": {key: area.get(key) for key in ("runtime_s", "peak_rss_mb", "yosys_version")},
         "flow_runtime_s": round(time.perf_counter() - start, 1),

@@ -25,6 +25,8 @@ one characterisation run with ``boundary="context"``, each on the module rewritt
   own run); every net is counted once, at the module of its driver, with its whole load (child
   input pins count as the capacitance they present, summed through the hierarchy; output ports
   carry the mean load their net sees in the parents; wires the library's wire-load model).
+  Memories are black boxes here: their fakeram macros' power comes from
+  :mod:`memwall.flows.memory_power`, with the activity this run gives their pins' nets.
 
 Switching activity: VCD names on sources, a zero-delay gate simulation for every other net
 (:mod:`memwall.flows.gate_activity`), set on every cell pin. Without a VCD every net gets
@@ -36,6 +38,7 @@ beside the trap it fixes, are in :mod:`memwall.flows.opensta2019`.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -46,9 +49,10 @@ from pathlib import Path
 
 from memwall.progress import Progress, plain_progress
 
+from .activity import widen_signals
 from .gate_activity import DEFAULT_ACTIVITY
 from .liberty import pdk_cell_library, pins, table_lookup
-from .netlist import NetlistError, build_hierarchy, read_netlist
+from .netlist import NetlistError, bit_key, build_hierarchy, read_netlist
 from .opensta2019 import (
     StaError,
     check_run,
@@ -341,9 +345,25 @@ def run_module(run: ModuleRun, pdk: Pdk, clock_period_ns: float, workdir: Path, 
     return parse_timing(out) if mode == "timing" else parse_power(out)
 
 
+def widened(per_module: dict, netlists: dict) -> dict:
+    """Activity records flagged ``widen`` (from a narrower module of the same generator,
+    :mod:`memwall.flows.workload`) with every bit of the module's ports and named nets that
+    they lack (:func:`memwall.flows.activity.widen_signals`)."""
+    out = dict(per_module)
+    for module, record in per_module.items():
+        netlist = netlists.get(module)
+        if not record.get("widen") or netlist is None:
+            continue
+        names = [bit_key(p, i) for p, _d, _r in netlist.ports for i in netlist.port_indices(p)]
+        names += [n for aliases in netlist.net_names.values() for n in aliases]
+        out[module] = {**record, "signals": widen_signals(record.get("signals", {}), names)}
+    return out
+
+
 def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
             activity: dict | None, *, jobs: int | None = None,
-            progress: Progress | None = None, boundary: str = "context") -> dict:
+            progress: Progress | None = None, boundary: str = "context",
+            memory_idle: float | None = None) -> dict:
     """Timing and power of a hierarchically synthesised design, one unique module at a time.
 
     Parameters
@@ -367,6 +387,9 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
     boundary
         How module boundaries are constrained: "context" (from the design around each module,
         :mod:`memwall.flows.budget`) or "fixed" (:data:`IO_BUDGET` at every port).
+    memory_idle
+        Share of a macro's access energy charged for a cycle without an access (default
+        :data:`memwall.flows.memory_power.IDLE_ACCESS_FRACTION`).
 
     Returns
     -------
@@ -375,7 +398,9 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
         no path is timed), ``tns_ns``
         (module TNS x instances, summed), ``critical_path`` (module, slack_ns, startpoint,
         endpoint, text), ``boundary`` (the method and its summary),
-        ``power_mw`` (internal, switching, leakage, total: own power x instances, summed),
+        ``power_mw`` (internal, switching, leakage: own power x instances, summed;
+        memories: :func:`memwall.flows.memory_power.memory_power`; total: all of them),
+        ``macros`` (area.json's memory entries, each with its ``power`` record),
         ``power_by_module``, ``activity_source``, ``annotated`` (per source kind how many took
         VCD activity and how many the default, weighted by instances) and ``notes``.
     """
@@ -391,7 +416,7 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
     load = nominal_load(pdk)
     hier = build_hierarchy(netlists, manifest, cells, load)
     instances = manifest["instances"]
-    per_module = (activity or {}).get("modules", {})
+    per_module = widened((activity or {}).get("modules", {}), netlists)
     zero = dict.fromkeys(("internal", "switching", "leakage", "total"), 0.0)
 
     def prepare(module: str):
@@ -461,6 +486,15 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
                                     modules))
     results = [(module, timing, power, power_run) for (module, _t, power, power_run), timing
                in zip(prepared, timings, strict=True)]
+    # Memories (black boxes here): their fakeram macros' power, from their pins' activity.
+    from .memory_power import IDLE_ACCESS_FRACTION, memory_power
+
+    area_json = synth_dir / "area.json"
+    macros = json.loads(area_json.read_text()).get("macros", []) if area_json.exists() else []
+    memories_mw, macros = memory_power(
+        macros, netlists, {module: run for module, _t, _p, run in prepared}, pdk, cells,
+        clock_period_ns, slew_s=nominal_slew(pdk),
+        idle=IDLE_ACCESS_FRACTION if memory_idle is None else memory_idle)
     total = dict(zero)
     by_module: dict[str, dict] = {}
     annotated: dict[str, int] = defaultdict(int)
@@ -470,6 +504,9 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
         own = {k: v * 1e3 for k, v in power.items()}
         entry = {"instances": count, "per_instance_mw": own, "total_mw": own["total"] * count,
                  "annotated": run.annotated, "simulated_vs_vcd": run.check}
+        if activity is not None:
+            entry["activity"] = per_module.get(module, {}).get(
+                "from", "VCD" if module in per_module else "default")
         for k in total:
             total[k] += own[k] * count
         for k, v in run.annotated.items():
@@ -505,6 +542,9 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
             "child outputs": "the child module's own port activity, else the default"}
         summary["modules_without_vcd"] = sorted(m for m in manifest["modules"]
                                                 if instances.get(m) and m not in per_module)
+        summary["activity_from"] = {
+            m: per_module[m].get("from", "VCD of this module type")
+            for m in manifest["modules"] if instances.get(m) and m in per_module}
         summary["propagated"] = ("every other net: zero-delay simulation of each module's own "
                                  "gates from the sources above (VCD traces replayed), set on "
                                  "every cell pin in OpenSTA; OpenSTA's own propagation is not "
@@ -515,11 +555,14 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
               if activity is not None else
               f"default: global activity {DEFAULT_ACTIVITY[0]} toggles/cycle, duty "
               f"{DEFAULT_ACTIVITY[1]} on every net (no VCD)")
+    total["memories"] = memories_mw
+    total["total"] += memories_mw
     return {
         "wns_ns": worst if worst != math.inf else None,
         "tns_ns": tns,
         "critical_path": critical,
         "power_mw": total,
+        "macros": macros,
         "power_by_module": by_module,
         "activity_source": source,
         "annotated": summary,
@@ -531,7 +574,9 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
                   "inside a module are timed unbuffered.",
                   "Power is each module's own cells x its instances; a net crossing a boundary "
                   "is counted once, at its driver, with the load on the other side.",
-                  "Black boxes (cells in no Liberty file, e.g. memwall_ram memories) have no "
-                  "power model here: their own power is not counted; their outputs are "
-                  "activity sources (VCD names or the default) and their inputs load nothing."],
+                  "Memories (memwall_ram black boxes) are cut out of the modules' runs: "
+                  "power_mw['memories'] is their fakeram macros' Liberty power from the "
+                  "activity of their enable, address and data nets "
+                  "(memwall.flows.memory_power; per memory under 'power' in 'macros'), "
+                  "included in power_mw['total']; other black boxes have no power model."],
     }

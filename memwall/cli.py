@@ -17,6 +17,7 @@ from memwall.boundary import error, exit_status, guarded
 from memwall.command import (
     DEFAULT_MAX_SIM_CYCLES,
     UsageError,
+    fraction,
     jobs_int,
     output_folder,
     positive_int,
@@ -24,6 +25,7 @@ from memwall.command import (
 from memwall.config import available_configs, load_config
 from memwall.family import COMMAND_VERBS, FamilyError, families, family
 from memwall.flows.flow import BUILD_ROOT
+from memwall.flows.memory_power import IDLE_ACCESS_FRACTION
 from memwall.flows.pdk import PLATFORMS
 from memwall.flows.report import REPORTS
 from memwall.progress import Progress
@@ -77,7 +79,7 @@ def cmd_synth(args) -> None:
     with Progress(plain=True if args.quiet else None) as progress:   # PdkError: exit 2
         run_flow(args.config, args.pdk, jobs=args.jobs, activity=not args.no_activity,
                  build_root=Path(args.build), progress=progress, flat_sta=args.flat_sta,
-                 boundary=args.boundary)
+                 boundary=args.boundary, memory_idle=args.memory_idle)
 
 
 def report_matrix(units: list[str] | None = None) -> list[tuple[str, str]]:
@@ -231,6 +233,11 @@ def build_parser() -> argparse.ArgumentParser:
     synth.add_argument("--boundary", choices=["context", "fixed"], default="context",
                        help="module boundary constraints of the hierarchical timing: from the "
                             "design around each module (default), or a fixed 20%% budget")
+    synth.add_argument("--memory-idle", type=fraction, default=IDLE_ACCESS_FRACTION,
+                       metavar="F",
+                       help="share of an SRAM macro's access energy charged for a clocked "
+                            "cycle without an access (default %(default)s; 1 = fakeram's "
+                            "Liberty taken literally, every cycle an access)")
     synth.add_argument("--build", default=str(BUILD_ROOT),
                        help="build root (default: build/ in the checkout)")
     synth.add_argument("--quiet", action="store_true",

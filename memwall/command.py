@@ -11,7 +11,7 @@ from pathlib import Path
 from memwall.inputs import InputError
 
 __all__ = ["UsageError", "output_path", "output_folder", "write_json_output", "positive_int",
-           "jobs_int", "check_sim_cycles", "DEFAULT_MAX_SIM_CYCLES"]
+           "jobs_int", "fraction", "check_sim_cycles", "DEFAULT_MAX_SIM_CYCLES"]
 
 #: ``memwall run``'s default bound on simulated cycles (``--max-cycles``): a run that long takes
 #: minutes in Icarus; the analytic ``model`` of each family has no such bound.
@@ -30,6 +30,17 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not a positive integer (>= 1)")
+    return value
+
+
+def fraction(text: str) -> float:
+    """argparse type: a number in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:   # NaN fails this too
+        raise argparse.ArgumentTypeError(f"{text} is not a fraction in [0, 1]")
     return value
 
 

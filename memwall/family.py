@@ -59,12 +59,20 @@ class PowerWorkload:
 
     ``component`` is simulated as top ``name`` with the cocotb module ``testbench`` (and
     ``testcase``, if given) and ``params`` (:func:`memwall.verif.common.runner.tb_params`).
+    ``prepare``, if given, is called with the run's own folder before the simulation and
+    returns more params: the files it wrote there (a program, its data), written only when
+    the run happens. ``description`` says what the run is, for metrics' activity source.
+    The component may be a reduced version of the design (fewer lanes): the flow gives each
+    module of the design the activity of the simulated module of the same generator class
+    with the nearest parameters (:mod:`memwall.flows.workload`).
     """
     name: str
     component: Any
     testbench: str
     params: Mapping[str, Any]
     testcase: str | None = None
+    prepare: Callable[[Path], Mapping[str, Any]] | None = None
+    description: str | None = None
 
 
 @dataclass(frozen=True)

@@ -313,3 +313,13 @@ def test_run_dplena_bad_inputs_write_nothing(tmp_path, capsys):
     assert "k" in capsys.readouterr().err and not out.exists()
     assert main(["run", "dplena", "--config", "dplena32", "--out", str(out)]) == 2
     assert "required: --inputs" in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.parametrize("value", ["1.5", "-0.1", "nan", "half"])
+def test_synth_memory_idle_must_be_a_fraction(value, tmp_path, capsys):
+    build = tmp_path / "build"
+    assert main(["synth", "dplena32", "--pdk", "asap7", "--memory-idle", value,
+                 "--build", str(build)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memwall: error: ") and "--memory-idle" in err and value in err
+    assert not build.exists()

@@ -283,6 +283,11 @@ class Design:
     def module_names(self) -> list[str]:
         return list(self._order)
 
+    def generator_keys(self) -> dict[str, tuple[str, str]]:
+        """Module name -> its generator key (:func:`module_key`: class path, parameters as
+        sorted JSON), for every module built through :meth:`module_for` (tops are not)."""
+        return {info.name: key for key, info in self._by_key.items()}
+
     def verilog(self) -> str:
         self._write_verilog()
         return "\n".join(self._text[name] for name in self._order)

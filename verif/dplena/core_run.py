@@ -1,9 +1,11 @@
 """Run one sampling step on the generated d-PLENA core: program, HBM stream, outputs.
 
-The host side of the core, shared by the regression (``tests/test_sim_core.py``) and
-``memwall run dplena``: assemble the program for a workload, lay out the logits as HBM beats in
-prefetch order (:mod:`memwall.golden.hbm`), run ``tb_core`` under a simulator, and decode the
-output FIFO into the golden model's result dict (plus ``cycles``).
+The host side of the core, shared by the regression (``tests/test_sim_core.py``), ``memwall run
+dplena`` and the power workload (:func:`memwall.families.dplena.power_workloads`): assemble the
+program for a workload, lay out the logits as HBM beats in prefetch order
+(:mod:`memwall.golden.hbm`), write them as a job file for ``tb_core`` (:func:`write_job`), run
+it under a simulator, and decode the output FIFO into the golden model's result dict (plus
+``cycles``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from memwall.hdl.dplena.config import DplenaConfig
 from memwall.hdl.dplena.core import TOP_NAME, DplenaCore
 from memwall.hdl.dplena.program import Program, Workload, generate
 
-__all__ = ["hbm_beats", "run_core"]
+__all__ = ["hbm_beats", "write_job", "run_core", "sampling_step"]
 
 
 def hbm_beats(program: Program, logits) -> np.ndarray:
@@ -47,32 +49,46 @@ def hbm_beats(program: Program, logits) -> np.ndarray:
     return np.concatenate(beats) if beats else np.zeros((0, width), np.uint8)
 
 
+def write_job(cfg: DplenaConfig, workload: Workload, logits, x, folder: Path, *,
+              stall: bool = False) -> dict:
+    """Write ``tb_core``'s job file for one step into ``folder``; returns the testbench params
+    (the job and result paths, ``stall``, the beat width) and the ``program``."""
+    program = generate(cfg, workload)
+    beats = hbm_beats(program, logits)
+    image = program.int_image(np.asarray(x, dtype=np.int64))
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    job, result = folder / "job.npz", folder / "result.npz"
+    np.savez(job, program=np.asarray(program.words, dtype=np.uint64),
+             int_addr=np.asarray(list(image), dtype=np.int64),
+             int_data=np.asarray(list(image.values()), dtype=np.uint64),
+             beats=beats, n_out=program.output_words())
+    return {"params": {"job": str(job), "result": str(result), "stall": stall,
+                       "beat_bytes": cfg.hbm_bytes_per_cycle},
+            "program": program}
+
+
 def run_core(cfg: DplenaConfig, workload: Workload, logits, x, *, sim: str | None = None,
-             seed: int | None = None, stall: bool = False) -> dict:
+             seed: int | None = None, stall: bool = False,
+             keep_waves: Path | None = None) -> dict:
     """Simulate one step of ``workload`` on ``cfg``'s core.
 
     Returns ``x``, ``x0`` (int64 (B, L)), ``confidence`` (float32: the BF16 confidence where
     ``x == mask_id``, else -inf, as :func:`memwall.golden.dplena.sample_step_hw`),
     ``confidence_bits`` (uint16, every position), ``transfer`` (bool) and ``cycles`` (int, from
     ``start`` to HALT). ``stall`` inserts random gaps in the HBM stream and the output
-    ready.
+    ready. ``keep_waves``: keep the run's waveform there (VCD with Verilator), as
+    :func:`memwall.verif.common.runner.simulate` does.
     """
     from memwall.verif.common.runner import simulate
 
-    program = generate(cfg, workload)
-    beats = hbm_beats(program, logits)
     x = np.asarray(x, dtype=np.int64)
-    image = program.int_image(x)
     with tempfile.TemporaryDirectory() as tmp:
-        job, result = Path(tmp) / "job.npz", Path(tmp) / "result.npz"
-        np.savez(job, program=np.asarray(program.words, dtype=np.uint64),
-                 int_addr=np.asarray(list(image), dtype=np.int64),
-                 int_data=np.asarray(list(image.values()), dtype=np.uint64),
-                 beats=beats, n_out=program.output_words())
-        simulate(DplenaCore(cfg), TOP_NAME, "memwall.verif.dplena.tb_core",
-                 {"job": str(job), "result": str(result), "stall": stall,
-                  "beat_bytes": cfg.hbm_bytes_per_cycle}, sim=sim, seed=seed)
-        with np.load(result) as r:
+        job = write_job(cfg, workload, logits, x, Path(tmp), stall=stall)
+        program, params = job["program"], job["params"]
+        simulate(DplenaCore(cfg), TOP_NAME, "memwall.verif.dplena.tb_core", params, sim=sim,
+                 seed=seed, keep_waves=keep_waves)
+        with np.load(params["result"]) as r:
             words, cycles = r["words"], int(r["cycles"])
     out = program.decode_outputs(words)
     valid = x == workload.mask_id
@@ -80,3 +96,26 @@ def run_core(cfg: DplenaConfig, workload: Workload, logits, x, *, sim: str | Non
                     np.float32(-np.inf)).astype(np.float32)
     return {"x": out["x"], "x0": out["x0"], "confidence": conf,
             "confidence_bits": out["confidence"], "transfer": out["transfer"], "cycles": cycles}
+
+
+def sampling_step(cfg: DplenaConfig, *, batch: int = 1, block_len: int | None = None,
+                  chunks: int = 3, chunk_rows: int = 4, seed: int = 1, mask_id: int = 126336):
+    """A representative sampling step for ``cfg``: (workload, logits, x).
+
+    Table II's shape scaled down (:data:`memwall.families.dplena.report.TABLE_II`: B 16,
+    L 32, V 126464): ``batch`` rows of ``block_len`` positions (default the config's), V =
+    ``chunks`` chunks of ``chunk_rows`` Vector SRAM rows each, MXFP8 logits like a language
+    model's (unit normal x 3, one hot token per position), 60 % of the positions masked and
+    k = min(L, k_max) tokens transferred per row.
+    """
+    rng = np.random.default_rng(seed)
+    L = cfg.block_len if block_len is None else block_len
+    v_chunk = chunk_rows * cfg.vlen
+    vocab = chunks * v_chunk
+    logits = (rng.standard_normal((batch, L, vocab)) * 3).astype(np.float32)
+    for b in range(batch):
+        logits[b, np.arange(L), rng.integers(0, vocab, L)] += 12.0
+    x = rng.integers(0, 50_000, (batch, L))
+    x[rng.random((batch, L)) < 0.6] = mask_id
+    k = (min(L, cfg.k_max),) * batch
+    return Workload(batch, L, vocab, v_chunk, k, mask_id, "mxfp8"), logits, x

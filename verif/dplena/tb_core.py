@@ -2,8 +2,10 @@
 
 Reads a job file written by :func:`memwall.verif.dplena.core_run.run_core`, loads the program
 and INT SRAM through the host port, starts the core, serves the HBM beats in order (optionally
-with random gaps), collects the output FIFO (optionally with random back-pressure) and writes
-the words and the cycle count back. Checking against the golden model is the caller's.
+with random gaps, or throttled to one beat every ``beat_every`` cycles: a slower port, as a
+power workload of a reduced core uses to keep the real core's beats per Vector SRAM row),
+collects the output FIFO (optionally with random back-pressure) and writes the words and the
+cycle count back. Checking against the golden model is the caller's.
 """
 
 from __future__ import annotations
@@ -43,11 +45,14 @@ async def run_step(dut):
     dut.start.value = 0
 
     stall = p.get("stall", False)
+    every = int(p.get("beat_every", 1))
     outputs: list[int] = []
-    sent = 0
-    budget = 200 * (len(beats) + n_out) + 100_000
-    for _ in range(budget):
-        offer = sent < len(beats) and not (stall and rng.random() < 0.2)
+    sent, credit = 0, 1
+    budget = 200 * every * (len(beats) + n_out) + 100_000
+    for cycle in range(budget):
+        if cycle % every == 0:
+            credit = 1   # the port delivers at most one beat per `every` cycles
+        offer = sent < len(beats) and credit > 0 and not (stall and rng.random() < 0.2)
         dut.hbm_beat__valid.value = int(offer)
         if offer:
             dut.hbm_beat__payload.value = _pack(beats[sent])
@@ -56,6 +61,7 @@ async def run_step(dut):
         await RisingEdge(clk)   # values read here are the ones the edge sampled
         if offer and dut.hbm_beat__ready.value:
             sent += 1
+            credit -= every > 1
         if take and dut.out__valid.value:
             outputs.append(int(dut.out__payload.value))
         if not dut.busy.value and len(outputs) >= n_out:

@@ -1,5 +1,15 @@
 """d-PLENA (Lou et al., *Beyond GEMM-Centric NPUs: Enabling Efficient Diffusion LLM Sampling*):
-the diffusion-LLM sampling core and its units."""
+the diffusion-LLM sampling core and its units.
+
+Power activity comes from the core itself (:func:`core_workload`): one sampling step of MXFP8
+logits through ``dplena_core`` under Verilator, so every module (sequencer, dequantiser, Vector
+SRAM banks, FIFO, memories' enables) has the activity the step gives it, and a unit the step
+leaves idle idles. Configs wider than :data:`SIM_BANKS` Vector SRAM banks are simulated as a
+reduced core (:func:`sim_config`): the VCD grows with VLEN x log2(VLEN) per Vector SRAM row
+(each reduction-tree level dumps the row), so the full 2048-lane core's step would write tens of
+GB for module types that repeat the reduced core's. ``python -m memwall.flows.workload CONFIG``
+prints what a config's run costs (cycles, simulation and VCD-reading time, VCD size, peak RSS).
+"""
 
 from __future__ import annotations
 
@@ -10,34 +20,82 @@ from memwall.hdl.dplena.core import build_top
 
 from . import area_power, commands, report
 
-#: Lanes of the units in the power simulations: lane modules are the same modules at any VLEN,
-#: so what a 16-lane run measures on ``elementwise_lane`` holds for the 2048-lane design.
-SIM_LANES = 16
+#: The core workload simulates a core of at most this many Vector SRAM banks: a config with
+#: more is simulated with its VLEN reduced to SIM_BANKS x its bank width (every other field,
+#: the Vector SRAM rows and fp_stages included, kept), and each module type the reduced core
+#: lacks takes the activity of the same generator's nearest module (memwall.flows.workload).
+#: Two banks keep the Vector SRAM's write arbitration between banks.
+SIM_BANKS = 2
+#: Positions (L) of the simulated step, and chunks per row: the per-chunk pattern (prefetch,
+#: max, exp-sum rescale) repeats over a row and the per-position one over a block, so a few of
+#: each give the mix of Table II's step (B 16, L 32, V 126464). Cycle model on dplena64:
+#: vector work is 79 % of the simulated step's ~2k cycles (89 % of Table II's), scalar 10 %
+#: (8 %); four positions give the same mix in twice the cycles (and VCD: ~0.1 MB a cycle).
+SIM_POSITIONS = 2
+SIM_CHUNKS = 3
+#: Chunks of more Vector SRAM rows than this are simulated at this size (the paper's
+#: two-pass configs hold 247-row chunks: 3 of them would be ~30k cycles).
+SIM_MAX_CHUNK_ROWS = 64
+
+
+def sim_config(cfg: DplenaConfig) -> DplenaConfig:
+    """The core the power workload simulates: ``cfg`` itself, or with VLEN reduced to
+    :data:`SIM_BANKS` banks and the Vector SRAM KiB scaled so that it keeps its rows."""
+    import dataclasses
+
+    vlen = max(SIM_BANKS * cfg.bank_lanes, 1 << (cfg.block_len - 1).bit_length(), 32)
+    if vlen >= cfg.vlen:
+        return cfg
+    return dataclasses.replace(cfg, name=f"{cfg.name}_vlen{vlen}", vlen=vlen,
+                               vector_sram_kib=cfg.vector_sram_kib * vlen // cfg.vlen)
+
+
+def core_workload(cfg: DplenaConfig) -> PowerWorkload:
+    """One sampling step on the core (:func:`sim_config`), MXFP8 logits, Table II's shape
+    scaled down (:func:`memwall.verif.dplena.core_run.sampling_step`).
+
+    Chunks have the Vector SRAM rows of Table II's chunk on ``cfg``
+    (:func:`memwall.families.dplena.model.default_v_chunk`), so each chunk's vector work is the
+    real one's. A reduced core reads a row in fewer HBM beats; its port is throttled to one
+    beat every ``cfg.banks / banks`` cycles, so that it waits for HBM as the real core does
+    (dplena2048 is memory-bound: 32 beats a row at 64 B/cycle).
+    """
+    from memwall.hdl.dplena.core import TOP_NAME, DplenaCore
+    from memwall.verif.dplena.core_run import sampling_step, write_job
+
+    from .model import default_v_chunk
+    from .report import TABLE_II
+
+    sim = sim_config(cfg)
+    every = cfg.banks // sim.banks
+    chunk_rows = -(-default_v_chunk(cfg, TABLE_II["V"]) // cfg.vlen)
+    chunk_rows = max(1, min(chunk_rows, sim.vector_sram_rows // 2 - 3, SIM_MAX_CHUNK_ROWS))
+    positions = min(SIM_POSITIONS, cfg.block_len)
+
+    def step():
+        return sampling_step(sim, block_len=positions, chunks=SIM_CHUNKS, chunk_rows=chunk_rows)
+
+    def prepare(folder):
+        workload, logits, x = step()
+        return write_job(sim, workload, logits, x, folder)["params"]
+
+    wl = step()[0]
+    core = f"{cfg.name} core" if sim is cfg else \
+        (f"{cfg.name} core reduced to VLEN {sim.vlen} ({sim.banks} of {cfg.banks} Vector SRAM "
+         f"banks, HBM port 1 beat per {every} cycles)")
+    return PowerWorkload(
+        TOP_NAME, DplenaCore(sim), "memwall.verif.dplena.tb_core", {"beat_every": every},
+        prepare=prepare,
+        description=(f"core workload ({core}; MXFP8 sampling step B={wl.batch} L={wl.block_len} "
+                     f"V={wl.vocab} in {SIM_CHUNKS} chunks of {chunk_rows} rows, "
+                     f"k={wl.k[0]})"))
 
 
 def power_workloads(cfg: DplenaConfig) -> list[PowerWorkload]:
-    """Logits-like data through every unit, at a small VLEN."""
-    from memwall.hdl.dplena.elementwise import ElementwiseUnit, ScalarFpUnit
-    from memwall.hdl.dplena.reduction import ReductionUnit
-    from memwall.hdl.dplena.select import MaskedSelectUnit
-    from memwall.hdl.dplena.topk import TopkMaskUnit
-
-    lanes, st = min(SIM_LANES, cfg.vlen), cfg.stages
-    tb = "memwall.verif.dplena."
-    return [
-        PowerWorkload("reduction", ReductionUnit(lanes, st.add_fp32), tb + "tb_reduction",
-                      {"vlen": lanes, "partials": st.sum_partials, "representative": True,
-                       "random_vectors": 24}),
-        PowerWorkload("elementwise", ElementwiseUnit(lanes, st), tb + "tb_elementwise",
-                      {"lanes": lanes, "representative": True, "vectors_per_op": 20},
-                      "elementwise_ops"),
-        PowerWorkload("scalar_fp", ScalarFpUnit(1, st), tb + "tb_elementwise",
-                      {"lanes": 1, "exhaustive": False, "to_bf16_vectors": 50}, "scalar_ops"),
-        PowerWorkload("topk", TopkMaskUnit(cfg.block_len, cfg.k_max), tb + "tb_topk",
-                      {"length": cfg.block_len, "k_max": cfg.k_max, "random_vectors": 20}),
-        PowerWorkload("select", MaskedSelectUnit(lanes, width=cfg.int_width), tb + "tb_select",
-                      {"lanes": lanes, "width": cfg.int_width, "random_vectors": 40}),
-    ]
+    """The core itself on a sampling step (:func:`core_workload`): every module, the
+    sequencer, dequantiser, Vector SRAM banks, memories and FIFO included, with the activity
+    the step gives it, a unit idle where the core leaves it idle."""
+    return [core_workload(cfg)]
 
 
 FAMILY = Family(
