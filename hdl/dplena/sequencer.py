@@ -250,6 +250,10 @@ class _Datapath:
             vector_op = vector_op | (op == vop)
         self.n_items_next = Mux(vector_op, (g2 + (vlen - 1)) >> vshift, imm)
         self.n_items, self.left = Signal(32), Signal(32)
+        # n_items - 1, registered with it: "element i is the last" is then an equality of two
+        # registers, not an increment and a compare (the top-k unit's `last` input was the
+        # critical path of dplena2048 at 1 GHz). 33 bits, so n_items = 0 matches no count.
+        self.n_items_m1 = Signal(33)
         self.wr_row = Signal(range(cfg.vector_sram_rows))
         self.lo_nonzero = Cat(lane != 0 for lane in seq.vs_rd_lo)   # a 0/1 mask row as bits
 
@@ -317,7 +321,7 @@ class _Datapath:
         m.d.comb += [topk_in.value.eq(self.stage[elem]),
                      topk_in.valid.eq(self.flags.bit_select(elem, 1)),
                      topk_in.k.eq(Mux(g3 > cfg.k_max, cfg.k_max, g3)),
-                     topk_in.last.eq(self.issued + 1 == self.n_items),
+                     topk_in.last.eq(self.issued == self.n_items_m1),
                      topk.o.ready.eq(0)]
         m.d.comb += [select.o.ready.eq(1), select.i.payload.eq(0),
                      select.mask.eq(self.flags.bit_select(elem, 1)),
@@ -358,7 +362,7 @@ class _Datapath:
         with m.If(issued != n):
             m.d.comb += [seq.vs_rd_en.eq(1), seq.vs_rd_row.eq(self.g1 + issued)]
             m.d.sync += [self.p_valid.eq(1), self.p_first.eq(issued == 0),
-                         self.p_last.eq(issued + 1 == n),
+                         self.p_last.eq(issued == self.n_items_m1),
                          self.p_lanes.eq(Mux(self.left >= vlen, vlen, self.left)),
                          self.left.eq(self.left - vlen), issued.eq(issued + 1)]
         with m.Else():
@@ -382,7 +386,7 @@ class _Datapath:
         """The first cycle of every instruction."""
         m, seq = self.m, self.seq
         m.d.sync += [self.n_items.eq(self.n_items_next), self.left.eq(self.g2),
-                     self.wr_row.eq(self.g_rd)]
+                     self.n_items_m1.eq(self.n_items_next - 1), self.wr_row.eq(self.g_rd)]
         op, imm, g_rd, g1, g2 = self.op, self.imm, self.g_rd, self.g1, self.g2
         f_rd, f1 = self.f_rd, self.f1
         instr = self.instr
@@ -528,7 +532,7 @@ class _Datapath:
             with m.If(seq.ew_o.valid):
                 m.d.comb += [seq.vs_wr_en.eq(1), seq.vs_wr_row.eq(self.wr_row)]
                 m.d.sync += [self.retired.eq(self.retired + 1), self.wr_row.eq(self.wr_row + 1)]
-                with m.If(self.retired + 1 == self.n_items):
+                with m.If(self.retired == self.n_items_m1):
                     self.complete()
 
     def map_capture(self) -> None:
@@ -567,7 +571,7 @@ class _Datapath:
             m.d.comb += topk.i.valid.eq(1)
             with m.If(topk.i.ready):
                 m.d.sync += self.issued.eq(self.issued + 1)
-                with m.If(self.issued + 1 == self.n_items):
+                with m.If(self.issued == self.n_items_m1):
                     m.next = "TOPK_MASK"
         with m.State("TOPK_MASK"):
             m.d.comb += topk.o.ready.eq(1)
@@ -597,7 +601,7 @@ class _Datapath:
         with m.State("SELECT_READ_A"):                   # int_rd reads g1 + issued
             with m.If(self.issued != self.n_items):
                 m.next = "SELECT_READ_B"
-            with m.Elif(select.o.valid & (self.retired + 1 == self.n_items)):
+            with m.Elif(select.o.valid & (self.retired == self.n_items_m1)):
                 self.complete()
         with m.State("SELECT_READ_B"):
             m.d.comb += self.int_rd.addr.eq(self.g2 + self.issued)

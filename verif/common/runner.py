@@ -11,6 +11,8 @@ passing runs are deleted.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -18,6 +20,7 @@ import random
 import shutil
 import stat
 import sys
+import tempfile
 from pathlib import Path
 
 from memwall.hdl.common.netlist import Design
@@ -73,6 +76,17 @@ def setup_verilator() -> None:
             else f"{flags} -- {override}"
 
 
+@contextlib.contextmanager
+def _exclusive(folder: Path):
+    """Hold an exclusive lock on ``folder`` (an flock on its ``.lock`` file) for the block."""
+    with open(folder / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _write_sources(component, top_name: str, sim: str, tag: str) -> tuple[Path, Path]:
     design = Design()
     design.add_top(component, top_name)
@@ -109,14 +123,17 @@ def simulate(component, top_name: str, test_module: str, params: dict | None = N
     build_args = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC"] if sim == "verilator" else []
     runner = get_runner(sim)
     build_log = build_dir / "build.log"
+    # Tests and power runs of one design share its folder and build; one build at a time (the
+    # next finds it up to date), each run in a folder of its own.
     try:
-        runner.build(sources=[source], hdl_toplevel=top_name, build_dir=build_dir, waves=True,
-                     timescale=("1ns", "1ps"), build_args=build_args, log_file=build_log)
+        with _exclusive(build_dir):
+            runner.build(sources=[source], hdl_toplevel=top_name, build_dir=build_dir,
+                         waves=True, timescale=("1ns", "1ps"), build_args=build_args,
+                         log_file=build_log)
     except (SystemExit, Exception) as exc:
         raise SimulationFailed(f"{top_name} [{sim}]: building the simulation failed ({exc!r}); "
                                f"log {build_log}, last lines:\n{log_tail(build_log)}") from None
-    test_dir = build_dir / f"run-{seed}"
-    test_dir.mkdir(exist_ok=True)
+    test_dir = Path(tempfile.mkdtemp(prefix=f"run-{seed}-", dir=build_dir))
     results = test_dir / "results.xml"
     sim_log = test_dir / "sim.log"
     print(f"memwall: {top_name} [{sim}] {test_module} seed={seed} "
