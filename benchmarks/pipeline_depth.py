@@ -48,10 +48,13 @@ def _config_file(base: str, depth: int, folder: Path) -> Path:
 
 def measure(base: str, pdk: str, depths: list[int]) -> list[dict]:
     rows = []
+    # A build root of its own: `memwall report` reads build/*/synth/*/metrics.json, and these
+    # depth variants are not rows of the report's matrix.
+    root = BUILD_ROOT / "pipeline_depth"
     for depth in depths:
-        path = _config_file(base, depth, BUILD_ROOT / "pipeline_depth" / "configs")
+        path = _config_file(base, depth, root / "configs")
         start = time.perf_counter()
-        metrics = run_flow(str(path), pdk, jobs=1, activity=False)
+        metrics = run_flow(str(path), pdk, jobs=1, activity=False, build_root=root)
         row = {"depth": depth, "config": metrics["config"], "pdk": pdk,
                "clock_mhz": metrics["clock_mhz"], "wns_ns": metrics["wns_ns"],
                "fmax_mhz": fmax_mhz(metrics), "area_um2": metrics["area_um2"],
