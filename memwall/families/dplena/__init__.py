@@ -72,14 +72,12 @@ def core_workload(cfg: DplenaConfig) -> PowerWorkload:
     chunk_rows = max(1, min(chunk_rows, sim.vector_sram_rows // 2 - 3, SIM_MAX_CHUNK_ROWS))
     positions = min(SIM_POSITIONS, cfg.block_len)
 
-    def step():
-        return sampling_step(sim, block_len=positions, chunks=SIM_CHUNKS, chunk_rows=chunk_rows)
+    wl, logits, x = sampling_step(sim, block_len=positions, chunks=SIM_CHUNKS,
+                                  chunk_rows=chunk_rows)
 
     def prepare(folder):
-        workload, logits, x = step()
-        return write_job(sim, workload, logits, x, folder)["params"]
+        return write_job(sim, wl, logits, x, folder)["params"]
 
-    wl = step()[0]
     core = f"{cfg.name} core" if sim is cfg else \
         (f"{cfg.name} core reduced to VLEN {sim.vlen} ({sim.banks} of {cfg.banks} Vector SRAM "
          f"banks, HBM port 1 beat per {every} cycles)")
