@@ -35,13 +35,11 @@ and therefore confidence NaN as well; ``-inf`` logits contribute ``exp(-inf) = 0
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from memwall.files import write_npz_atomic
 from memwall.inputs import ArraySpec, InputError, load_npz
 
 from .formats import BF16, FP32, round_to_bf16
@@ -639,21 +637,7 @@ def save_sampling_outputs(path, result: dict[str, Any]) -> None:
     shapes = {key: a.shape for key, a in arrays.items() if key != "cycles"}
     if len(set(shapes.values())) != 1:
         raise ValueError(f"result: arrays must share one (B, L) shape, got {shapes}")
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp creates 0600; give the result the mode a plain open() would (umask).
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_npz_atomic(path, arrays)
 
 
 # --- helpers -----

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_text_atomic", "write_json_atomic", "dumps_json", "standard_json"]
+__all__ = ["write_text_atomic", "write_json_atomic", "write_npz_atomic", "dumps_json",
+           "standard_json"]
 
 
 def standard_json(data: Any, _path: str = "", _undefined: dict | None = None) -> Any:
@@ -64,3 +66,27 @@ def write_json_atomic(path, data, *, indent: int | None = 2) -> Path:
     """Write ``data`` as sorted, standard JSON through a temporary file renamed over ``path``."""
     text = dumps_json(data, indent=indent) + "\n"   # before the file: a bad value writes nothing
     return write_text_atomic(path, text)
+
+
+def write_npz_atomic(path, arrays: dict) -> Path:
+    """Write ``arrays`` with ``np.savez`` to a temporary file in ``path``'s folder, flushed to
+    disk and renamed over ``path``: readers never see a half-written file, and an error or
+    interrupt leaves ``path`` as it was. The name is used as given (no ``.npz`` appended)."""
+    import numpy as np
+
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        # mkstemp creates 0600; give the result the mode a plain open() would (umask).
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
