@@ -47,21 +47,22 @@ where a live row ``r`` has ``t - restore[r] == I_v`` (``cfg.refresh_interval(vpd
 a refresh of ``r`` (``restore[r] = t``) and the pending action waits. Writes and refreshes
 restore; reads do not. Restores happen one per cycle, so at most one row is due per cycle.
 
-Cycles: numbered from 1, the cycle after the descriptor's handshake; the count is the last
-activation's cycle plus ``PU_LATENCY`` (read data and the PU's add in the next cycle, the result
-valid and accepted in the one after). With no stalls: LOAD + INPUT + activations + refreshes
-+ ``PU_LATENCY``.
+Cycles: counted from 0, the cycle after the descriptor's handshake (the event logs use this
+numbering); the count is the last activation's cycle plus 1 plus ``PU_LATENCY`` (2: read data
+and the PU's add in the next cycle, the result valid and accepted in the one after). With no
+stalls: LOAD + INPUT + activations + refreshes + ``PU_LATENCY``.
 
 Buffer (model only; it never stalls the macro). Counters: ``buffer_input_fills`` (``Tm_i*Tk_i``
 words when the input tile ``(im, ik)`` differs from the previous step's), ``buffer_input_reads``
 (``Tk_i`` words per input row and step), ``buffer_psum_reads`` (``Tn_i`` per input row of a step
 with ``ik > 0``), ``buffer_psum_writes`` (``Tn_i`` per input row of a step with ``ik`` below the
-last). Refresh granularity: a tile. Ages are counted in *action* cycles (macro refresh stalls
-excluded, so a buffer age does not depend on the macro's VPD): an input tile's
-``ceil(Tm_i*Tk_i/buffer_row_words)`` rows live from the start of the step that fills it to the end
-of the last consecutive step that reads it; a partial-sum block's ``ceil(Tm_i*Tn_i/row_words)``
-rows from the end of the step that writes it to the start of the step that reads it. A block
-alive ``L > 0`` action cycles is refreshed ``floor((L-1)/I_B)`` times per row.
+last). Refresh granularity: a tile, over wall-clock step spans (a step runs from the cycle after
+the previous step's last activation to its own last activation). An input tile's
+``ceil(Tm_i*Tk_i/buffer_row_words)`` rows live from the first cycle of the step that fills it to
+the last cycle of the last consecutive step that reads it; a partial-sum block's
+``ceil(Tm_i*Tn_i/row_words)`` rows strictly between the end of the step that writes it and the
+start of the step that reads it (refresh ``"all"``: until the end of the reading step). A block
+alive ``L > 0`` cycles is refreshed ``floor((L-1)/I_B)`` times per row.
 
 Energy (pJ), ``S = subarrays*banks``: ``E_PIM = S*(activations*e_access(v) + writes*e_write +
 refreshes*e_refresh(v)) + sa_on*e_sense(v) + activations*e_pu``; ``E_Buffer = (fills +
