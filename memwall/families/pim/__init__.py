@@ -1,0 +1,35 @@
+"""eDRAM PIM, RED-style: a retention-aware scheduler, the PIM macro controller and processing
+unit, and a behavioural 2T eDRAM macro (paper: edram-pim-retention-aware-framework)."""
+
+from __future__ import annotations
+
+from memwall.family import Family
+from memwall.hdl.pim.config import PimConfig
+from memwall.hdl.pim.core import build_top
+
+from . import commands
+from .workloads import power_workloads
+
+__all__ = ["FAMILY"]
+
+
+def _golden():
+    from memwall.golden import pim, pim_schedule
+
+    return {"simulate": pim.simulate, "energy": pim.energy, "search": pim_schedule.search,
+            "compare": pim_schedule.compare}
+
+
+FAMILY = Family(
+    name="pim",
+    summary="eDRAM PIM (RED-style): retention-aware scheduler, PIM macro controller and "
+            "processing unit, behavioural 2T eDRAM macro",
+    config_class=PimConfig,
+    build_top=build_top,
+    golden=_golden(),
+    power_workloads=power_workloads,
+    commands=commands.COMMANDS,
+    report_groups={"pim_pu": "pu", "pim_core": "controller"},
+    report_matrix={"asap7": ["pim_small", "pim_paper"]},
+    regression_configs=("pim_small",),
+)

@@ -1,0 +1,84 @@
+"""``memwall model|golden|run pim``: users' GEMMs through the scheduler, the golden simulator
+and the RTL; bad operands get exit status 2, a message naming the array and the allowed range,
+and no output."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from memwall.golden import pim, pim_schedule
+
+from memwall.cli import main
+from memwall.config import load_config
+
+
+def _operands(cfg, m=3, k=20, n=10, seed=4):
+    rng = np.random.default_rng(seed)
+    lo, hi = pim.operand_range(cfg.input_bits, cfg.input_signed)
+    a = rng.integers(lo, hi + 1, (m, k)).astype(np.int8)
+    lo, hi = pim.operand_range(cfg.weight_bits, cfg.weight_signed)
+    return a, rng.integers(lo, hi + 1, (k, n)).astype(np.int16)
+
+
+def test_model_pim_json(capsys):
+    assert main(["model", "pim", "--config", "pim_small", "--gemm", "4,24,12", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    expected = pim_schedule.compare(load_config("pim_small"), 4, 24, 12)
+    assert report["proposed"]["schedule"] == expected["proposed"]["schedule"].__dict__
+    assert report["ratios"]["vs_edram"] == pytest.approx(expected["vs_edram"])
+    energies = [step["energy_pj"] for step in report["ablation"]]
+    assert energies == sorted(energies, reverse=True)
+
+
+def test_model_pim_text(capsys):
+    assert main(["model", "pim", "--config", "pim_small", "--gemm", "2,16,8"]) == 0
+    out = capsys.readouterr().out
+    assert "eDRAM base" in out and "SRAM (NC)" in out and "+ sense-amp gating" in out
+
+
+@pytest.mark.parametrize("gemm", ["4,24", "0,3,3", "1,2,x", "5000,1,1", "-1,2,3"])
+def test_model_pim_bad_gemm(gemm, capsys):
+    assert main(["model", "pim", "--config", "pim_small", "--gemm", gemm]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memwall: error: ") and "--gemm" in err
+
+
+def test_golden_pim_writes_c_cycles_and_counters(tmp_path):
+    cfg = load_config("pim_small")
+    a, b = _operands(cfg)
+    np.savez(tmp_path / "in.npz", a=a, b=b)
+    assert main(["golden", "pim", "--config", "pim_small", "--inputs", str(tmp_path / "in.npz"),
+                 "--out", str(tmp_path / "out.npz")]) == 0
+    with np.load(tmp_path / "out.npz") as out:
+        assert out["c"].dtype == np.int64
+        assert np.array_equal(out["c"], a.astype(np.int64) @ b.astype(np.int64))
+        best = pim_schedule.search(cfg, *a.shape, b.shape[1],
+                                   ones=int(np.unpackbits(a.view(np.uint8)).sum()))
+        assert int(out["cycles"]) == best["cycles"]
+        for name in pim.MACRO_COUNTERS + pim.BUFFER_COUNTERS:
+            assert int(out[name]) == best["counters"][name], name
+
+
+BAD = {
+    "a_too_large": (lambda a, b: (a.astype(np.int16) * 0 + 200, b), "a[0, 0] = 200", "[-128, 127]"),
+    "b_float": (lambda a, b: (a, b.astype(np.float32)), "'b'", "integer"),
+    "k_mismatch": (lambda a, b: (a, b[:-1]), "a's columns", ""),
+    "a_3d": (lambda a, b: (a[None], b), "'a'", "2-D"),
+}
+
+
+@pytest.mark.parametrize("verb", ["golden", "run"])
+@pytest.mark.parametrize("case", list(BAD))
+def test_pim_bad_operands(verb, case, tmp_path, capsys):
+    cfg = load_config("pim_small")
+    change, needle, allowed = BAD[case]
+    a, b = change(*_operands(cfg))
+    np.savez(tmp_path / "in.npz", a=a, b=b)
+    code = main([verb, "pim", "--config", "pim_small", "--inputs", str(tmp_path / "in.npz"),
+                 "--out", str(tmp_path / "out.npz")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memwall: error: ") and needle in err and allowed in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npz"]
