@@ -359,6 +359,19 @@ def test_lint_every_module_of_dplena2048(out2048, tmp_path):
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.parametrize("config", ["pim_small", "pim_paper"])
+def test_lint_every_module_of_pim(config, tmp_path):
+    """The eDRAM PIM controller and PU, each module once, at the regression and paper sizes."""
+    setup_verilator()
+    out = generate(load_config(config), tmp_path / "out")
+    manifest = json.loads((out / "manifest.json").read_text())
+    hierarchy = manifest["hierarchy"]
+    (tmp_path / "lint").mkdir()
+    problems = [p for m in manifest["modules"]
+                if (p := _lint_module(out, m, sorted(hierarchy.get(m, {})), tmp_path / "lint"))]
+    assert not problems, "\n".join(problems)
+
+
 def test_flow_results_survive_regeneration_of_the_same_rtl(tmp_path):
     cfg = load_config("dplena32")
     out = generate(cfg, tmp_path)

@@ -184,13 +184,19 @@ class PimCore(wiring.Component):
         remain = Signal(dim)
         m.d.comb += remain.eq((ext["n"] - outer) if cfg.row_wise else (ext["k"] - mid))
         m.d.comb += valid_fields.eq(Mux(remain < F, remain, F))
-        field_on = Cat(*(valid_fields > f for f in range(F)))
+        # Named signals, not expressions: a replicated expression is copied per bit in the
+        # netlist (F * fw comparators and shifters instead of F and one).
+        field_on = Signal(F)
+        m.d.comb += field_on.eq(Cat(*(valid_fields > f for f in range(F))))
         plane_bits = Signal(F)      # bit j of every input word of the beat
         m.d.comb += plane_bits.eq(Cat(*(w.bit_select(j, 1) for w in words)))
+        per_field = Signal(F)
         if cfg.row_wise:     # one input word, broadcast to every valid field
-            per_field = field_on & plane_bits.bit_select(lane, 1).replicate(F)
+            lane_bit = Signal()
+            m.d.comb += [lane_bit.eq(plane_bits.bit_select(lane, 1)),
+                         per_field.eq(field_on & lane_bit.replicate(F))]
         else:                # each field its own input word
-            per_field = field_on & plane_bits
+            m.d.comb += per_field.eq(field_on & plane_bits)
         inbits = Cat(*(per_field[f].replicate(fw) for f in range(F)))
 
         # -- restore queue (per-row restore timestamps, oldest first) and live bits ---------------

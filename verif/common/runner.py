@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import stat
 import sys
@@ -87,6 +88,18 @@ def _exclusive(folder: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+#: Yosys makes every ``always @*`` read ``reg \$auto$dump_module$N = 0`` so that it runs at
+#: time 0; Icarus 11 applies declaration initialisers before time 0, without an event, so a
+#: combinational process whose inputs are all registers left at their reset values stays X
+#: until one of them changes. One change of that register at time 0 (after every process has
+#: started, hence ``#0``) runs them all.
+_DUMP_MODULE_REG = re.compile(r"^(\s*)reg (\\\$auto\$dump_module\$\d+ ) = 0;$", re.M)
+
+
+def _icarus_time_zero(text: str) -> str:
+    return _DUMP_MODULE_REG.sub(r"\g<0>\n\1initial #0 \2 = 1;", text)
+
+
 def _write_sources(component, top_name: str, sim: str, tag: str) -> tuple[Path, Path]:
     design = Design()
     design.add_top(component, top_name)
@@ -96,6 +109,8 @@ def _write_sources(component, top_name: str, sim: str, tag: str) -> tuple[Path, 
     build_dir = SIM_BUILD_ROOT / f"{top_name}-{digest}-{sim}-{tag}"
     build_dir.mkdir(parents=True, exist_ok=True)
     source = build_dir / f"{top_name}.v"
+    if sim == "icarus":
+        text = _icarus_time_zero(text)
     if not source.exists() or source.read_text() != text:
         source.write_text(text)
     return build_dir, source

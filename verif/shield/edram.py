@@ -1,4 +1,5 @@
-"""Behavioural eDRAM bank for the SHIELD testbenches, driven by the controller's bank ports.
+"""Behavioural eDRAM for the testbenches: SHIELD's banks (:class:`EdramBank`) and the eDRAM PIM
+macro (:class:`PimMacro`), on one cell store (:class:`EdramCells`).
 
 One :class:`EdramBank` per bank (``standard``, ``relaxed``, ``refreshless``) samples
 ``<bank>_row/_col/_we/_re/_wdata/_ref`` at each rising edge and drives ``<bank>_rdata`` after it
@@ -24,10 +25,28 @@ import math
 import random
 from collections.abc import Callable
 
-__all__ = ["EdramBank"]
+__all__ = ["EdramCells", "EdramBank", "PimMacro"]
 
 
-class EdramBank:
+class EdramCells:
+    """What every behavioural eDRAM model here shares: a value and the cycle of its last
+    restore per cell (``None``: never written), the ports of one macro (``<prefix>_<port>``,
+    ``rdata`` driven low until the first read), and a log of illegal port use."""
+
+    def __init__(self, dut, prefix: str, ports: tuple[str, ...], cells: int):
+        self.value = [0] * cells
+        self.restored: list[int | None] = [None] * cells
+        self.protocol: list[str] = []
+        self._port = {p: getattr(dut, f"{prefix}_{p}") for p in ports}
+        self._port["rdata"].value = 0
+
+    def age(self, addr: int, now: int) -> int | None:
+        """Cycles since ``addr`` was last restored (``None``: it holds no data)."""
+        restored = self.restored[addr]
+        return None if restored is None else now - restored
+
+
+class EdramBank(EdramCells):
     """One eDRAM macro behind the ``<name>_*`` ports of a :class:`ShieldController`.
 
     Parameters
@@ -58,8 +77,7 @@ class EdramBank:
         self._ber_cache: dict[int, float] = {}
         self.rng = rng
         size = self.rows * self.row_words
-        self.value = [0] * size
-        self.restored: list[int | None] = [None] * size  # cycle of last restore; None: no data
+        super().__init__(dut, name, ("row", "col", "we", "re", "wdata", "rdata"), size)
         self.seen = [0] * size          # age (cycles) at the last decay evaluation since restore
         self.failed = [0] * size        # bits failed since the last restore
         self.live = [False] * size
@@ -72,11 +90,7 @@ class EdramBank:
         # restore only its last read counts.
         self.log_clean_reads = 0.0
         self._read_p = [0.0] * size     # ber at the cell's last read since its restore
-        self.protocol: list[str] = []   # illegal port use seen
-        self._port = {p: getattr(dut, f"{name}_{p}")
-                      for p in ("row", "col", "we", "re", "wdata", "rdata")}
         self._ref = getattr(dut, f"{name}_ref") if self.refreshed else None
-        self._port["rdata"].value = 0
 
     # -- retention ------------------------------------------------------------------------------
     def ber_at(self, age_cycles: int) -> float:
@@ -187,3 +201,91 @@ class EdramBank:
                 self._read_p[addr] = self.ber_at(now - self.restored[addr])
             port["rdata"].value = self.value[addr]
         return None
+
+
+class PimMacro(EdramCells):
+    """The eDRAM PIM macro behind ``pim_core``'s ``macro_*`` ports (rows of ``cfg.width`` cells).
+
+    Sampled at each rising edge (``tick``); ``macro_rdata`` is driven after it, so read data is
+    on the port in the cycle after ``macro_re``. A write stores and restores a row; a refresh
+    restores it (writing back what it holds, corrupted or not); a read restores nothing and
+    returns the stored bits AND ``macro_inbits`` (the sense amps gated by 0 input bits). The
+    retention that applies is that of the VPD in force at read time: a read older than
+    ``retention_cycles[vpd]`` returns the row XOR a pattern fixed by (row, restore cycle), so a
+    failure reproduces, and is recorded; so is a read whose ``macro_vref`` is not
+    ``vref_table[vpd]`` (also corrupted). Counters per VPD level: activations, sa_on,
+    sa_gated, writes, refreshes.
+    """
+
+    COUNTERS = ("activations", "sa_on", "sa_gated", "writes", "refreshes")
+
+    def __init__(self, dut, cfg, *, retention_cycles=None, vref_table=None):
+        self.cfg, self.width = cfg, cfg.width
+        self.retention = list(retention_cycles or [cfg.retention_cycles(v)
+                                                   for v in range(cfg.levels)])
+        self.vref_table = list(vref_table or range(cfg.levels))
+        super().__init__(dut, "macro", ("row", "we", "wdata", "re", "inbits", "ref", "vpd",
+                                        "vref", "rdata"), cfg.rows)
+        self.counters = {v: dict.fromkeys(self.COUNTERS, 0) for v in range(cfg.levels)}
+        self.retention_violations: list[tuple] = []
+        self.vref_violations: list[tuple] = []
+        self.max_read_age = 0
+
+    def _pattern(self, row: int, restored: int) -> int:
+        """A fixed, data-independent corruption of one row (no Python hash: reproducible)."""
+        seed = (row * 0x9E3779B1 + restored * 0x85EBCA77 + 1) & 0xFFFFFFFF
+        value, bits = 0, 0
+        while bits < self.width:
+            seed = (seed * 1103515245 + 12345) & 0x7FFFFFFF
+            value |= (seed >> 8 & 0xFFFF) << bits
+            bits += 16
+        return (value | 1) & ((1 << self.width) - 1)
+
+    def _expired(self, row: int, now: int, vpd: int) -> bool:
+        age = self.age(row, now)
+        return age is not None and age > self.retention[vpd]
+
+    def tick(self, now: int) -> None:
+        port = self._port
+        we, re, ref = (int(port[p].value) for p in ("we", "re", "ref"))
+        if not (we or re or ref):
+            return
+        if we + re + ref > 1:
+            self.protocol.append(f"cycle {now}: we={we} re={re} ref={ref} together")
+        row, vpd = int(port["row"].value), int(port["vpd"].value)
+        if row >= self.cfg.rows or vpd >= self.cfg.levels:
+            self.protocol.append(f"cycle {now}: row {row} / VPD level {vpd} out of range")
+            return
+        counts = self.counters[vpd]
+        if we:
+            self.value[row], self.restored[row] = int(port["wdata"].value), now
+            counts["writes"] += 1
+        elif ref:
+            if self._expired(row, now, vpd):
+                self.retention_violations.append(("refresh", now, row,
+                                                  now - self.restored[row], self.retention[vpd]))
+                self.value[row] ^= self._pattern(row, self.restored[row])
+            self.restored[row] = now
+            counts["refreshes"] += 1
+        else:
+            inbits = int(port["inbits"].value)
+            ones = bin(inbits).count("1")
+            counts["activations"] += 1
+            counts["sa_on"] += ones
+            counts["sa_gated"] += self.width - ones
+            data = self.value[row]
+            age = self.age(row, now)
+            if age is not None:
+                self.max_read_age = max(self.max_read_age, age)
+                if age > self.retention[vpd]:
+                    self.retention_violations.append(("read", now, row, age,
+                                                      self.retention[vpd]))
+                    data ^= self._pattern(row, self.restored[row])
+            if int(port["vref"].value) != self.vref_table[vpd]:
+                self.vref_violations.append((now, row, int(port["vref"].value),
+                                             self.vref_table[vpd]))
+                data ^= self._pattern(row, now)
+            port["rdata"].value = data & inbits
+
+    def finish(self, now: int) -> None:
+        """End of the run (nothing to close: violations are recorded as they happen)."""
