@@ -314,3 +314,42 @@ def test_readme_shield_intervals_and_format_split():
     for fmt, hi, lo in splits:
         c = ShieldConfig(format=fmt)
         assert (c.hi_bits, c.lo_bits) == (int(hi), int(lo)), fmt
+
+
+# --- reports/pim ---------------------------------------------------------------------------
+
+PIM = ROOT / "reports" / "pim"
+
+
+@pytest.fixture(scope="module")
+def pim_results():
+    return json.loads((PIM / "results.json").read_text())
+
+
+def test_pim_report_readme_is_what_its_generator_writes(pim_results):
+    from memwall.families.pim import report as pim_report
+
+    assert (PIM / "README.md").read_text() == pim_report.readme(pim_results)
+
+
+def test_pim_report_gemv_rows_and_lifetime_are_current(pim_results, monkeypatch):
+    """The decode GEMVs (cheap) recomputed now; the prefill GEMMs (a minute) are the same
+    code on bigger shapes. Search times are wall-clock, so quoted, not compared."""
+    from memwall.families.pim import report as pim_report
+
+    monkeypatch.setattr(pim_report, "shapes", lambda: [
+        (model, layer, tuple(gemm)) for model, layer, gemm in
+        {(r["model"], r["layer"], tuple(r["gemm"])) for r in pim_results["gemms"]
+         if r["gemm"][0] == 1}])
+    fresh = {(r["pu"], r["model"], r["layer"]): r for r in pim_report.gemm_results()}
+    assert fresh
+    for row in pim_results["gemms"]:
+        key = (row["pu"], row["model"], row["layer"])
+        if key in fresh:
+            got = {k: v for k, v in fresh[key].items() if k != "search"}
+            assert json.loads(json.dumps(got)) == {k: v for k, v in row.items() if k != "search"}
+    monkeypatch.setattr(pim_report, "LIFETIME_M", (1, 4, 16))
+    points = pim_report.lifetime_results()["points"]
+    committed = {p["M"]: p for p in pim_results["lifetime"]["points"]}
+    for p in points:
+        assert json.loads(json.dumps(p)) == committed[p["M"]]

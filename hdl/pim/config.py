@@ -161,9 +161,10 @@ class PimConfig(UnitConfig):
         if self.fields < 1:
             raise ConfigError(f"cols: {self.cols} — the row ({self.width} columns) must hold at "
                               f"least one {self.field_bits}-bit field")
-        if self.fields * self.acc_bits >= 1 << 15:
-            raise ConfigError(f"cols/subarrays/banks: a row of {self.fields} fields of "
-                              f"{self.acc_bits}-bit results is {self.fields * self.acc_bits} "
+        words = self.fields if self.row_wise else 1      # results per beat
+        if words * self.acc_bits >= 1 << 15:
+            raise ConfigError(f"cols/subarrays/banks: a row-wise row of {self.fields} fields of "
+                              f"{self.acc_bits}-bit results is {words * self.acc_bits} "
                               "bits; keep it under 32768 (the result and partial-sum ports)")
         worst = (1 << (self.input_bits - self.input_signed)) \
             * (1 << (self.weight_bits - self.weight_signed)) * self.max_dim

@@ -20,6 +20,12 @@ def _golden():
             "compare": pim_schedule.compare}
 
 
+def _write_reports(folder) -> None:
+    from .report import build_report
+
+    build_report(folder)
+
+
 FAMILY = Family(
     name="pim",
     summary="eDRAM PIM (RED-style): retention-aware scheduler, PIM macro controller and "
@@ -32,4 +38,5 @@ FAMILY = Family(
     report_groups={"pim_pu": "pu", "pim_core": "controller"},
     report_matrix={"asap7": ["pim_small", "pim_paper"]},
     regression_configs=("pim_small",),
+    write_reports=_write_reports,
 )
