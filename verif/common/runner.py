@@ -153,7 +153,11 @@ def simulate(component, top_name: str, test_module: str, params: dict | None = N
     sim_log = test_dir / "sim.log"
     print(f"memwall: {top_name} [{sim}] {test_module} seed={seed} "
           f"(rerun with COCOTB_RANDOM_SEED={seed}); log {sim_log}", file=sys.stderr)
-    env = {PARAMS_ENV: json.dumps(params or {})}
+    # In a file, not the environment: a GEMM's operands exceed the kernel's limit on one
+    # environment string (128 KiB: "Argument list too long").
+    params_file = test_dir / "params.json"
+    params_file.write_text(json.dumps(params or {}))
+    env = {PARAMS_ENV: str(params_file)}
     try:
         runner.test(test_module=test_module, hdl_toplevel=top_name, seed=seed, waves=True,
                     extra_env=env, build_dir=build_dir, test_dir=test_dir,
@@ -188,5 +192,7 @@ def simulate(component, top_name: str, test_module: str, params: dict | None = N
 
 
 def tb_params() -> dict:
-    """Inside a cocotb test: the ``params`` passed to :func:`simulate`."""
-    return json.loads(os.environ.get(PARAMS_ENV, "{}"))
+    """Inside a cocotb test: the ``params`` passed to :func:`simulate` (from the file the
+    environment names)."""
+    path = os.environ.get(PARAMS_ENV)
+    return json.loads(Path(path).read_text()) if path else {}
