@@ -266,13 +266,14 @@ def synthesis(build_root: Path = ROOT / "build") -> str:
              "on Verilator. A row is compared with the paper only where timing is met "
              "(WNS >= 0 at the config's clock).", "",
              "| config | clock MHz | WNS ns | controller µm² | PU µm² | logic mW (memories "
-             "mW) | GEMM | GEMM cycles | logic nJ | macro + buffer nJ (model) | logic share of "
-             "energy |", "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|"]
+             "mW) | GEMM | GEMM cycles | logic nJ | logic pJ per activation (model's e_pu_pj) | "
+             "macro + buffer nJ (model) | logic share of energy |",
+             "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
     for name in SYNTH_CONFIGS:
         path = build_root / name / "synth" / SYNTH_PDK / "metrics.json"
         if not path.is_file():
             lines.append(f"| {name} | not synthesised: run `memwall synth {name} --pdk "
-                         f"{SYNTH_PDK}` | | | | | | | | | |")
+                         f"{SYNTH_PDK}` | | | | | | | | | | |")
             continue
         m = json.loads(path.read_text())
         cfg = load_config(name)
@@ -291,7 +292,8 @@ def synthesis(build_root: Path = ROOT / "build") -> str:
             f"| {name} | {cfg.clock_mhz:g} | {m['wns_ns']:.3f} | {area['pim_core']:.1f} | "
             f"{pu:.1f} | {m['power_mw']['total']:.3f} ({m['power_mw']['memories']:.3f}) | "
             f"{'x'.join(map(str, (a.shape[0], a.shape[1], b.shape[1])))} | {cycles:,} | "
-            f"{logic_nj:.2f} | {model_nj:.2f} | "
+            f"{logic_nj:.2f} | {1e3 * logic_nj / model['counters']['activations']:.2f} "
+            f"({cfg.e_pu_pj:g}) | {model_nj:.2f} | "
             + (f"{100 * logic_nj / (logic_nj + model_nj):.1f} % |" if met
                else "timing missed: not compared |"))
     lines += ["", f"The paper reports its scheduling overhead as {100 * PAPER['area_overhead']:.1f}"
@@ -299,8 +301,10 @@ def synthesis(build_root: Path = ROOT / "build") -> str:
               "share is that of the whole controller and PU (restore queue, row walker, input "
               "registers, accumulators) over a GEMM, not of the scheduling alone; our area has "
               "no macro to be a share of (the 2T gain-cell array is behavioural), so only the "
-              "logic's own area is given. The GEMMs are the power workloads' small ones, "
-              "where the logic's share is largest.", ""]
+              "logic's own area is given. The GEMMs are the power workloads' small ones. "
+              "Where the synthesised logic energy per activation is far above the config's "
+              "`e_pu_pj`, the model's PU energy is optimistic: `e_pu_pj` is a config value, "
+              "to be set from this table.", ""]
     return "\n".join(lines)
 
 
