@@ -404,12 +404,6 @@ def search(cfg, M: int, K: int, N: int, *, ones: float | None = None, levels=Non
     return best
 
 
-def exhaustive(cfg, M: int, K: int, N: int, evaluate_one, levels=None) -> dict:
-    """The minimum over every candidate by ``evaluate_one(schedule) -> evaluate-like dict``
-    (the proof's reference: the event simulator, no pruning)."""
-    return min((evaluate_one(s) for s in candidates(cfg, M, K, N, levels)), key=_key)
-
-
 # --- baselines and ablation -----------------------------------------------------------------
 
 def compare(cfg, M: int, K: int, N: int, *, ones: float | None = None) -> dict:
