@@ -86,6 +86,7 @@ from .pim_mapping import (
     fits,
     input_beats,
     input_bits_for,
+    input_ones,
     operand_range,
     peak_psum_words,
     sweep_input_bits,
@@ -97,7 +98,8 @@ from .pim_mapping import (
 __all__ = ["PU_LATENCY", "REFRESH_MODES", "MACRO_COUNTERS", "BUFFER_COUNTERS", "ORDERS",
            "Schedule", "OperandError", "check_operands", "operand_range", "tile_rows",
            "fit_problems", "fits", "peak_psum_words", "weight_row_images", "input_beats",
-           "input_bits_for", "tile_bits", "sweep_input_bits", "simulate", "energy", "steps"]
+           "input_bits_for", "input_ones", "tile_bits", "sweep_input_bits", "simulate", "energy",
+           "steps"]
 
 PU_LATENCY = 2
 REFRESH_MODES = ("skip", "all", "off")

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Schedule", "OperandError", "check_operands", "tile_rows", "fit_problems", "fits",
            "peak_psum_words", "weight_row_images", "input_beats", "input_bits_for",
-           "tile_bits", "sweep_input_bits", "operand_range", "DIMS"]
+           "tile_bits", "sweep_input_bits", "operand_range", "input_ones", "DIMS"]
 
 DIMS = "mkn"
 
@@ -115,6 +115,12 @@ class OperandError(ValueError):
 def operand_range(bits: int, signed: bool) -> tuple[int, int]:
     """Smallest and largest integer of a ``bits``-bit word."""
     return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+
+
+def input_ones(cfg: PimConfig, a) -> int:
+    """1 bits of ``a`` as ``ib``-bit two's-complement patterns (what gates the sense amps)."""
+    patterns = np.asarray(a, dtype=np.int64) & ((1 << cfg.input_bits) - 1)
+    return int(np.unpackbits(patterns.astype(">u8").view(np.uint8)).sum())
 
 
 def check_operands(cfg: PimConfig, a, b) -> None:

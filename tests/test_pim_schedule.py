@@ -14,11 +14,6 @@ from memwall.hdl.pim.config import ORDERS
 from tests.test_golden_pim import PAIRS, config, operand
 
 
-def ones_of(cfg, a) -> int:
-    patterns = np.asarray(a, np.int64) & ((1 << cfg.input_bits) - 1)
-    return int(np.unpackbits(patterns.astype(">u8").view(np.uint8)).sum())
-
-
 def random_schedule(cfg, rng, M, K, N):
     for _ in range(200):
         s = Schedule(M, K, N, *(int(rng.integers(1, d + 1)) for d in (M, K, N)),
@@ -56,7 +51,7 @@ def test_closed_form_counts_equal_the_event_simulator(index):
         b = operand(rng, (K, N), cfg.weight_bits, cfg.weight_signed)
         for mode in pim.REFRESH_MODES:
             sim = pim.simulate(cfg, a, b, s, refresh=mode)
-            got = ps.counts(cfg, s, ones=ones_of(cfg, a), refresh=mode)
+            got = ps.counts(cfg, s, ones=pim.input_ones(cfg, a), refresh=mode)
             for key, value in sim["counters"].items():
                 assert got[key] == value, (s, mode, key)
             assert got["cycles"] == sim["cycles"], (s, mode)
@@ -99,7 +94,7 @@ def test_search_is_optimal_against_exhaustive_simulation(index, shape):
     M, K, N = shape
     a = operand(rng, (M, K), cfg.input_bits, cfg.input_signed)
     b = operand(rng, (K, N), cfg.weight_bits, cfg.weight_signed)
-    found = ps.search(cfg, M, K, N, ones=ones_of(cfg, a))
+    found = ps.search(cfg, M, K, N, ones=pim.input_ones(cfg, a))
     s = found["schedule"]
     key = (found["energy"]["total"], found["cycles"], s.order_code, s.tm, s.tk, s.tn, s.vpd)
     assert key == exhaustive_by_simulation(cfg, a, b)

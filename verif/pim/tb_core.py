@@ -197,9 +197,7 @@ class Testbench:
                 problems.append(f"{where}: macro {key} {outcome['counters'][key]}, golden "
                                 f"{exp['counters'][key]}")
         # The scheduler's closed form (what it optimises) against the macro as well.
-        ones = int(np.unpackbits((outcome["a"] & ((1 << self.cfg.input_bits) - 1))
-                                 .astype(">u8").view(np.uint8)).sum())
-        model = pim_schedule.counts(self.cfg, s, ones=ones)
+        model = pim_schedule.counts(self.cfg, s, ones=golden.input_ones(self.cfg, outcome["a"]))
         for key in COUNTERS:
             if (key != "refreshes" or not self.stall) and outcome["counters"][key] != model[key]:
                 problems.append(f"{where}: macro {key} {outcome['counters'][key]}, scheduler "

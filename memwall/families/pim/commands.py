@@ -59,12 +59,6 @@ def save_gemm_outputs(path, result: dict) -> None:
     write_npz_atomic(path, arrays)
 
 
-def _ones(cfg, a: np.ndarray) -> int:
-    """1 bits of ``a`` as ``input_bits``-bit two's-complement patterns."""
-    patterns = a.astype(np.int64) & ((1 << cfg.input_bits) - 1)
-    return int(np.unpackbits(patterns.astype(">u8").view(np.uint8)).sum())
-
-
 # --- model ----------------------------------------------------------------------------------
 
 def _model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,11 +86,12 @@ def _data_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _scheduled(args, cfg):
+    from memwall.golden.pim import input_ones
     from memwall.golden.pim_schedule import search
 
     out = output_path(args.out)
     a, b = load_operands(args.inputs, cfg)
-    best = search(cfg, a.shape[0], a.shape[1], b.shape[1], ones=_ones(cfg, a))
+    best = search(cfg, a.shape[0], a.shape[1], b.shape[1], ones=input_ones(cfg, a))
     return out, a, b, best
 
 

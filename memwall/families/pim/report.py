@@ -19,7 +19,7 @@ from pathlib import Path
 
 from memwall.config import load_config
 from memwall.golden import pim_schedule
-from memwall.golden.pim import Schedule
+from memwall.golden.pim import Schedule, input_ones
 
 __all__ = ["build_report", "main", "MODELS", "PU_VARIANTS"]
 
@@ -280,10 +280,8 @@ def synthesis(build_root: Path = ROOT / "build") -> str:
         area = {k: v["own_um2"] for k, v in m["area_by_module"].items()}
         pu = sum(v for k, v in area.items() if k.startswith("pim_pu"))
         a, b = power_gemm(cfg)
-        ones = int(((a & ((1 << cfg.input_bits) - 1))[..., None] >> range(cfg.input_bits)
-                    & 1).sum())
         best = pim_schedule.search(cfg, *a.shape, b.shape[1])
-        model = pim_schedule.evaluate(cfg, best["schedule"], ones=ones)
+        model = pim_schedule.evaluate(cfg, best["schedule"], ones=input_ones(cfg, a))
         cycles = m["activity_runs"][0]["cycles"]
         logic_nj = m["power_mw"]["total"] * cycles / cfg.clock_mhz
         model_nj = model["energy"]["total"] / 1e3
