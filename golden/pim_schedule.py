@@ -285,16 +285,15 @@ def counts(cfg, s: Schedule, *, ones: float | None = None, refresh: str = "skip"
 
 def sram_energy(cfg, c: dict) -> dict:
     """The Neural-Cache-like SRAM baseline on the same counters (pJ): 6T arrays of the same
-    geometry, every sense amp on, no refresh in the macro or the buffer."""
+    geometry, every sense amp on, no refresh in the macro or the buffer; the PU and buffer
+    accesses as :func:`memwall.golden.pim.energy` charges them."""
     S = cfg.subarray_count
-    parts = {"pim_access": S * c["activations"] * cfg.sram_e_access_pj,
-             "pim_sense": cfg.width * c["activations"] * cfg.sram_e_sense_pj,
-             "pim_write": S * c["writes"] * cfg.sram_e_write_pj, "pim_refresh": 0.0,
-             "pu": c["activations"] * cfg.e_pu_pj,
-             "buffer_access": (c["buffer_input_fills"] + c["buffer_psum_writes"])
-             * cfg.buffer_e_write_pj
-             + (c["buffer_input_reads"] + c["buffer_psum_reads"]) * cfg.buffer_e_read_pj,
-             "buffer_refresh": 0.0}
+    parts = energy(cfg, c, gating=False, vpd=0)
+    parts.update(pim_access=S * c["activations"] * cfg.sram_e_access_pj,
+                 pim_sense=cfg.width * c["activations"] * cfg.sram_e_sense_pj,
+                 pim_write=S * c["writes"] * cfg.sram_e_write_pj, pim_refresh=0.0,
+                 buffer_refresh=0.0)
+    del parts["total"]
     parts["total"] = sum(parts.values())
     return parts
 
@@ -362,17 +361,11 @@ def candidates(cfg, M: int, K: int, N: int, levels=None) -> list[Schedule]:
 def _bounds(cfg, M, K, N, levels, ones, gating):
     """Refresh-free energy of every candidate (exact but for the refreshes, which only add),
     as arrays: bound, order index, tm, tk, tn, vpd."""
-    S = cfg.subarray_count
     parts = []
     for code, (order, (tm, tk, tn)) in enumerate(_grid(cfg, M, K, N).items()):
         c = _static(cfg, M, K, N, order, tm, tk, tn, ones)
-        rest = S * c["writes"] * cfg.e_write_pj + c["activations"] * cfg.e_pu_pj \
-            + (c["buffer_input_fills"] + c["buffer_psum_writes"]) * cfg.buffer_e_write_pj \
-            + (c["buffer_input_reads"] + c["buffer_psum_reads"]) * cfg.buffer_e_read_pj
-        sa = c["sa_on"] if gating else cfg.width * c["activations"]
         for v in levels:
-            entry = cfg.macro_table[v]
-            bound = S * c["activations"] * entry["e_access_pj"] + sa * entry["e_sense_pj"] + rest
+            bound = energy(cfg, c, gating=gating, vpd=v)["total"]
             parts.append((bound, np.full(len(tm), code), tm, tk, tn, np.full(len(tm), v)))
     return [np.concatenate(column) for column in zip(*parts, strict=True)]
 
