@@ -57,6 +57,8 @@ class Testbench:
         if self.negative is not None and self.negative not in NEGATIVE_CONTROLS:
             raise ValueError(f"negative control {self.negative!r}; known: {NEGATIVE_CONTROLS}")
         self.words = result_words(self.cfg)
+        self.fields = {name: (f.offset, f.width) for name, f in result_layout(self.cfg)}
+        self.decoded: list[dict] = []     # the sink's beats, decoded once each
         self.cycle = 0
         self.desc_cycles: list[int] = []
         self.result_cycles: list[int] = []
@@ -85,9 +87,8 @@ class Testbench:
 
     def _decode(self, item: dict) -> dict:
         """A ``result`` beat as {m, n0, last, sums (signed words), raw (the sums' bits)}."""
-        fields = {name: (f.offset, f.width) for name, f in result_layout(self.cfg)}
         value = {name: item["payload"] >> off & ((1 << width) - 1)
-                 for name, (off, width) in fields.items()}
+                 for name, (off, width) in self.fields.items()}
         acc = self.cfg.acc_bits
         words = [_signed(value["sums"] >> (w * acc) & ((1 << acc) - 1), acc)
                  for w in range(self.words)]
@@ -104,14 +105,17 @@ class Testbench:
             if not e["first"]:
                 needs.append((key, seen[key]))
             seen[key] = seen.get(key, 0) + 1
+        emitted: dict[tuple, list] = {}   # this GEMM's groups so far, by (m, n0)
         for key, prior in needs:
-            while True:
-                mine = [g for g in map(self._decode, sink.items[offset:])
-                        if (g["m"], g["n0"]) == key]
-                if len(mine) >= prior:
-                    break
-                await RisingEdge(self.dut.clk)
-            await source.send(mine[prior - 1]["raw"])
+            while len(emitted.get(key, ())) < prior:
+                while len(self.decoded) < len(sink.items):
+                    self.decoded.append(self._decode(sink.items[len(self.decoded)]))
+                    if len(self.decoded) > offset:
+                        g = self.decoded[-1]
+                        emitted.setdefault((g["m"], g["n0"]), []).append(g)
+                if len(emitted.get(key, ())) < prior:
+                    await RisingEdge(self.dut.clk)
+            await source.send(emitted[key][prior - 1]["raw"])
 
     def assemble(self, schedule, emissions: list[dict]) -> np.ndarray:
         """C from the final (last k-tile) emissions."""
