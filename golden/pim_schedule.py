@@ -33,6 +33,7 @@ broken by (energy, cycles, order index, tm, tk, tn, vpd).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections import deque
@@ -45,7 +46,7 @@ from .pim import BUFFER_COUNTERS, MACRO_COUNTERS, PU_LATENCY, REFRESH_MODES, ene
 from .pim_mapping import Schedule
 
 __all__ = ["counts", "evaluate", "search", "compare", "candidates", "tile_sizes",
-           "peak_psum_closed_form", "sram_energy", "as_json", "format_report"]
+           "peak_psum_closed_form", "sram_energy", "run_json", "as_json", "format_report"]
 
 
 def _ceil(a: int, b: int) -> int:
@@ -315,8 +316,9 @@ def evaluate(cfg, s: Schedule, *, ones: float | None = None, gating: bool = True
 def tile_sizes(size: int, align: int | None = None) -> list[int]:
     """Candidate tile sizes along a dimension of ``size``: ``ceil(size / c)`` for every count
     ``c``, and every multiple of ``align`` up to ``size``."""
-    sizes = {_ceil(size, c) for c in range(1, size + 1)} if size <= 1 << 16 else set()
-    if size > 1 << 16:      # ceil(size/c) takes at most 2*sqrt(size) values
+    if size <= 1 << 16:
+        sizes = {_ceil(size, c) for c in range(1, size + 1)}
+    else:                   # the counts past sqrt(size) give sizes up to sqrt(size): take them all
         root = math.isqrt(size)
         sizes = {_ceil(size, c) for c in range(1, root + 2)} | set(range(1, root + 2))
     if align:
@@ -413,7 +415,7 @@ def compare(cfg, M: int, K: int, N: int, *, ones: float | None = None) -> dict:
     naive = search(cfg, M, K, N, ones=ones, levels=[0], gating=False, refresh="off")["schedule"]
     base = evaluate(cfg, naive, ones=ones, gating=False, refresh="all")
     skip = evaluate(cfg, naive, ones=ones, gating=False)
-    vpd = min((evaluate(cfg, Schedule(**{**naive.__dict__, "vpd": v}), ones=ones, gating=False)
+    vpd = min((evaluate(cfg, dataclasses.replace(naive, vpd=v), ones=ones, gating=False)
                for v in range(cfg.levels)), key=_key)
     gated = evaluate(cfg, vpd["schedule"], ones=ones)
     best = search(cfg, M, K, N, ones=ones)
@@ -429,20 +431,21 @@ def compare(cfg, M: int, K: int, N: int, *, ones: float | None = None) -> dict:
             / sum(base["energy"][k] for k in macro)}
 
 
-def as_json(result: dict) -> dict:
-    def run(e):
-        s = e["schedule"]
-        return {"schedule": {**s.__dict__}, "cycles": int(e["cycles"]),
-                "counters": {k: float(v) if isinstance(v, float) else int(v)
-                             for k, v in e["counters"].items()},
-                "energy_pj": {k: float(v) for k, v in e["energy"].items()}}
+def run_json(e: dict) -> dict:
+    """One :func:`evaluate` result as JSON: schedule, cycles, counters, energy (pJ)."""
+    return {"schedule": dataclasses.asdict(e["schedule"]), "cycles": int(e["cycles"]),
+            "counters": {k: float(v) if isinstance(v, float) else int(v)
+                         for k, v in e["counters"].items()},
+            "energy_pj": {k: float(v) for k, v in e["energy"].items()}}
 
+
+def as_json(result: dict) -> dict:
     best = result["proposed"]
     return {"config": result["config"], "gemm": dict(zip("MKN", result["gemm"], strict=True)),
-            "proposed": run(best), "edram_baseline": run(result["edram_baseline"]),
+            "proposed": run_json(best), "edram_baseline": run_json(result["edram_baseline"]),
             "sram_baseline_energy_pj": {k: float(v) for k, v in result["sram_energy"].items()},
             "ablation": [{"step": name, "energy_pj": float(e["energy"]["total"]),
-                          "schedule": {**e["schedule"].__dict__}}
+                          "schedule": dataclasses.asdict(e["schedule"])}
                          for name, e in result["ablation"]],
             "ratios": {"vs_edram": result["vs_edram"], "vs_sram": result["vs_sram"],
                        "macro_saving_vs_edram": result["macro_saving_vs_edram"]},

@@ -55,13 +55,6 @@ def shapes() -> list[tuple[str, str, tuple[int, int, int]]]:
     return out
 
 
-def _run(e: dict) -> dict:
-    s = e["schedule"]
-    return {"schedule": dataclasses.asdict(s), "cycles": int(e["cycles"]),
-            "energy_pj": {k: float(v) for k, v in e["energy"].items()},
-            "counters": {k: float(v) for k, v in e["counters"].items()}}
-
-
 def gemm_results() -> list[dict]:
     rows = []
     for pu in PU_VARIANTS:
@@ -70,7 +63,8 @@ def gemm_results() -> list[dict]:
             r = pim_schedule.compare(cfg, m, k, n)
             best = r["proposed"]
             rows.append({"pu": pu, "model": model, "layer": layer, "gemm": [m, k, n],
-                         "proposed": _run(best), "edram_baseline": _run(r["edram_baseline"]),
+                         "proposed": pim_schedule.run_json(best),
+                         "edram_baseline": pim_schedule.run_json(r["edram_baseline"]),
                          "sram_energy_pj": {k: float(v) for k, v in r["sram_energy"].items()},
                          "ablation": [[name, float(e["energy"]["total"])]
                                       for name, e in r["ablation"]],
