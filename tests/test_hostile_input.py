@@ -266,10 +266,13 @@ def test_traceback_integer_keys_in_a_trace(tmp_path):
 
 
 def test_traceback_broken_pipe(tmp_path):
+    # `memwall configs | head -0`: the reader is gone before the first write. (Reading a line
+    # first raced the exit: the whole listing fits one buffer flush, so the writer could finish.)
+    read_end, write_end = os.pipe()
     proc = subprocess.Popen([sys.executable, "-m", "memwall.cli", "configs"], cwd=tmp_path,
-                            env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc.stdout.readline()
-    proc.stdout.close()   # `memwall configs | head -1`
+                            env=_env(tmp_path), stdout=write_end, stderr=subprocess.PIPE)
+    os.close(write_end)
+    os.close(read_end)
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=TIMEOUT_S) == 128 + signal.SIGPIPE
     assert err == ""
