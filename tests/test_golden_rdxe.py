@@ -1,0 +1,122 @@
+"""rDXE golden model: accuracy of the fused (VRC) and sequential paths against float64.
+
+Each path is compared with float64 evaluated on its own INT8 operands, in units of the output's
+INT8 LSB (golden/rdxe.py). The workloads are seeded random layers and heads over the shapes the
+CLI accepts: Gaussian, heavy-tailed and outlier activations; diffuse and peaked attention.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from memwall.golden import fixedpoint as fx
+from memwall.golden import rdxe
+
+
+def _rms_cases(rng, count=60):
+    for _ in range(count):
+        d = int(rng.choice([16, 64, 256, 512]))
+        n = int(rng.choice([16, 64, 128]))
+        kind = rng.integers(3)
+        x = rng.standard_normal(d) if kind == 0 else rng.standard_t(3, d)
+        if kind == 2:
+            x[rng.integers(d)] *= 40                                   # one outlier channel
+        x *= 10.0 ** rng.uniform(-2, 2)
+        gamma = 1 + 0.2 * rng.standard_normal(d)
+        w = rng.standard_normal((n, d)) / np.sqrt(d)
+        yield x, gamma, w, float(rng.choice([1e-6, 1e-5, 1e-2]))
+
+
+def _attention_cases(rng, count=40):
+    for _ in range(count):
+        t = int(rng.choice([1, 7, 64, 300, 1024]))
+        dh = int(rng.choice([16, 64]))
+        kv_heads = int(rng.choice([1, 2]))
+        heads = kv_heads * int(rng.choice([1, 3]))
+        sharp = 10.0 ** rng.uniform(-1, 0.8)                          # diffuse .. peaked
+        yield (rng.standard_normal((heads, dh)) * sharp, rng.standard_normal((t, kv_heads, dh)),
+               rng.standard_normal((t, kv_heads, dh)))
+
+
+def _errors(got, ref):
+    return np.abs(np.asarray(got, np.float64) - ref).ravel()
+
+
+def test_rmsnorm_gemv_fused_within_one_lsb_and_never_worse():
+    rng = np.random.default_rng(11)
+    fused, seq = [], []
+    for x, gamma, w, eps in _rms_cases(rng):
+        q = rdxe.quantise_rmsnorm_gemv(x, gamma, w, eps)
+        f = rdxe.rmsnorm_gemv(q.x, q.w_merged, q.eps_sum, q.fused_static)
+        s = rdxe.rmsnorm_gemv(q.x, q.w, q.eps_sum, q.seq_out_static, "sequential", q.g,
+                              q.seq_norm_static)
+        fused.append(_errors(f["y"], q.ref_fused))
+        seq.append(_errors(s["y"], q.ref_seq))
+    fused, seq = np.concatenate(fused), np.concatenate(seq)
+    assert np.mean(fused <= 1) >= 0.999
+    assert np.mean(fused <= 1) >= np.mean(seq <= 1) and fused.max() <= seq.max()
+    assert fused.mean() < seq.mean()
+
+
+def test_attention_fused_within_one_lsb_and_never_worse():
+    rng = np.random.default_rng(12)
+    fused, seq = [], []
+    for q, k, v in _attention_cases(rng):
+        a = rdxe.quantise_attention(q, k, v)
+        f = rdxe.attention(a.q, a.k, a.v, a.score_rc, a.out_static)
+        s = rdxe.attention(a.q, a.k, a.v, a.score_rc, a.seq_out_static, "sequential")
+        fused.append(_errors(f["o"], a.ref))
+        seq.append(_errors(s["o"], a.ref))
+    fused, seq = np.concatenate(fused), np.concatenate(seq)
+    assert np.mean(fused <= 1) >= 0.999
+    assert np.mean(fused <= 1) >= np.mean(seq <= 1) and fused.max() <= seq.max()
+
+
+def test_float_references_are_the_standard_definitions():
+    rng = np.random.default_rng(3)
+    x, gamma, w = rng.standard_normal(8), rng.standard_normal(8), rng.standard_normal((3, 8))
+    want = w @ (x / np.sqrt(np.mean(x ** 2) + 1e-5) * gamma)
+    assert np.allclose(rdxe.rmsnorm_gemv_reference(x, gamma, w, 1e-5), want)
+    q, k, v = rng.standard_normal((4, 8)), rng.standard_normal((5, 2, 8)), \
+        rng.standard_normal((5, 2, 8))
+    for h in range(4):
+        s = k[:, h // 2] @ q[h] / np.sqrt(8)
+        p = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+        assert np.allclose(rdxe.attention_reference(q, k, v)[h], p @ v[:, h // 2])
+
+
+def test_gqa_equals_repeat_kv():
+    rng = np.random.default_rng(4)
+    a = rdxe.quantise_attention(rng.standard_normal((6, 16)), rng.standard_normal((9, 2, 16)),
+                                rng.standard_normal((9, 2, 16)))
+    shared = rdxe.attention(a.q, a.k, a.v, a.score_rc, a.out_static)
+    full = rdxe.attention(a.q, rdxe.repeat_kv(a.k, 3), rdxe.repeat_kv(a.v, 3), a.score_rc,
+                          a.out_static)
+    assert np.array_equal(shared["o"], full["o"])
+
+
+def test_fused_rc_is_the_product_of_the_ve_factor_and_the_static_one():
+    rng = np.random.default_rng(5)
+    q = rdxe.quantise_rmsnorm_gemv(rng.standard_normal(64), np.ones(64),
+                                   rng.standard_normal((8, 64)), 1e-5)
+    f = rdxe.rmsnorm_gemv(q.x, q.w_merged, q.eps_sum, q.fused_static)
+    u = int((q.x.astype(np.int64) ** 2).sum()) + q.eps_sum
+    want = fx.rc_value(*fx.invsqrt_rc(u)) * fx.rc_value(q.fused_static[0] << 9,
+                                                         q.fused_static[1] + 9)
+    assert fx.rc_value(*f["rc"]) == pytest.approx(want, rel=2 ** -23)
+    assert np.array_equal(f["y"], fx.apply_rc(f["acc"], *f["rc"], 8))
+
+
+def test_int32_overflow_is_an_error():
+    w = np.full((1, 1 << 18), 127)
+    with pytest.raises(ValueError, match="INT32"):
+        rdxe.gemv_acc(w, np.full(1 << 18, 127))
+
+
+def test_mode_is_checked():
+    with pytest.raises(ValueError, match="fused, sequential"):
+        rdxe.softmax_pv(np.zeros(2, int), 0, np.zeros((2, 2), int), (1 << 15, 15), "fast")
+
+
+def test_peak_ops():
+    assert rdxe.peak_ops_per_cycle(8, 16, 16) * 200e6 == pytest.approx(0.8192e12)
