@@ -17,7 +17,14 @@ from memwall.golden import rdxe
 from memwall.hdl.rdxe.vac import RESULT_LATENCY, SRC_KV, SRC_WMEM, Vac
 
 L, WORDS = 4, 64
-FIELDS = ("valid", "x", "sh", "src", "addr", "first", "last", "mac", "gather", "gsel", "glane")
+FIELDS = ("valid", "x", "sh", "src", "addr", "first", "last", "mac", "gather", "gsel", "glane",
+          "rows")
+
+
+def _set_rc(ctx, dut, rc, narrow: int, load: int = 1):
+    for name, value in (("load", load), ("clear", 0), ("mant", int(rc[0])),
+                        ("shift", int(rc[1])), ("narrow", narrow)):
+        ctx.set(getattr(dut.rc_in, name), value)
 
 
 def _pack(values, bits: int) -> int:
@@ -41,12 +48,12 @@ def _run(dut, wmem: dict, kv: dict, beats: list, rc, narrow: int, link=None):
             await ctx.tick()
         if kv:
             ctx.set(dut.kv_be, 0)
-        ctx.set(dut.rc_mant, int(rc[0]))
-        ctx.set(dut.rc_shift, int(rc[1]))
-        ctx.set(dut.rc_narrow, narrow)
+        _set_rc(ctx, dut, rc, narrow)
+        await ctx.tick()
+        ctx.set(dut.rc_in.load, 0)
         for cycle, beat in enumerate(beats + [{}] * (RESULT_LATENCY + 1)):
             for name in FIELDS:
-                ctx.set(getattr(dut.hin, name), beat.get(name, 0))
+                ctx.set(getattr(dut.hin, name), beat.get(name, 1 if name == "rows" else 0))
             if link is not None:
                 ctx.set(dut.kv_link, link.get(beat.get("addr", -1), 0) if beat else 0)
             if beat.get("valid") and beat.get("last") and beat.get("mac"):
@@ -136,12 +143,12 @@ def _run_link(dut, beats, rc, word):
     got = []
 
     async def bench(ctx):
-        ctx.set(dut.rc_mant, int(rc[0]))
-        ctx.set(dut.rc_shift, int(rc[1]))
-        ctx.set(dut.rc_narrow, 1)
+        _set_rc(ctx, dut, rc, 1)
+        await ctx.tick()
+        ctx.set(dut.rc_in.load, 0)
         for beat in beats + [{}] * (RESULT_LATENCY + 1):
             for name in FIELDS:
-                ctx.set(getattr(dut.hin, name), beat.get(name, 0))
+                ctx.set(getattr(dut.hin, name), beat.get(name, 1 if name == "rows" else 0))
             await ctx.tick()
             ctx.set(dut.kv_link, word)
             if ctx.get(dut.result_valid):
@@ -159,3 +166,42 @@ def test_ports_follow_the_parameters(lanes, wmem, kv):
     dut = Vac(lanes, wmem, kv)
     assert len(dut.kv_data) == 8 * lanes and len(dut.kv_addr) == (kv - 1).bit_length()
     assert len(dut.wmem_addr) == (wmem - 1).bit_length()
+
+
+def test_result_waits_for_a_current_rc_and_rows_mask():
+    """A finished sum waits while the RC is stale and fires the cycle after it loads; a VAC
+    whose index is not below the beat's ``rows`` gives no result."""
+    rng = np.random.default_rng(34)
+    w, x = rng.integers(-128, 128, L), rng.integers(-128, 128, L)
+    acc = int(rdxe.gemv_acc(w[None, :], x)[0])
+    rc = fx.rc_from_float(0.02)
+    beat = {"valid": 1, "x": _pack(x, 8), "addr": 3, "first": 1, "last": 1, "mac": 1, "rows": 2}
+    for index, wait in ((1, 6), (2, 0)):
+        dut = Vac(L, WORDS, WORDS)
+        got = []
+
+        async def bench(ctx, dut=dut, index=index, wait=wait, got=got):
+            ctx.set(dut.index, index)
+            ctx.set(dut.wmem_we, 1)
+            ctx.set(dut.wmem_addr, 3)
+            ctx.set(dut.wmem_data, _pack(w, 8))
+            ctx.set(dut.rc_in.clear, 1)
+            await ctx.tick()
+            ctx.set(dut.wmem_we, 0)
+            ctx.set(dut.rc_in.clear, 0)
+            for cycle in range(RESULT_LATENCY + wait + 3):
+                for name in FIELDS:
+                    ctx.set(getattr(dut.hin, name), beat.get(name, 0) if cycle == 0 else 0)
+                if cycle == RESULT_LATENCY - 1 + wait:
+                    _set_rc(ctx, dut, rc, 1)
+                await ctx.tick()
+                ctx.set(dut.rc_in.load, 0)
+                if ctx.get(dut.result_valid):
+                    got.append((cycle, ctx.get(dut.result), ctx.get(dut.result_acc)))
+
+        sim = Simulator(dut)
+        sim.add_clock(1e-8)
+        sim.add_testbench(bench)
+        sim.run()
+        want = [(RESULT_LATENCY + wait, int(rdxe.vac_out(acc, rc)), acc)] if index < 2 else []
+        assert got == want

@@ -6,12 +6,14 @@ A beat travels the HLINK chain: each VAC registers it and passes it on, so VAC `
 ``j`` cycles after VAC 0 and the tile is a systolic array on its input path. A beat carries the
 broadcast operand (``lanes`` INT8s and, for softmax numerators, a product shift per lane) and
 the control of the cycle: which memory to read at which word, whether the accumulation starts
-or ends here. Every VAC reads its own memories at that address, so the sequencer drives one
-address stream for the whole tile.
+or ends here, and how many VACs of the group have a row. Every VAC reads its own memories at
+that address, so the sequencer drives one address stream for the whole tile. The RC factor
+travels a chain of its own beside HLINK with the same skew.
 
 Pipeline of a beat, from the cycle it is in the HLINK register: memory read (synchronous);
 the lane products, shifted and summed; accumulation; the RCU and PPU on the finished sum, into
-the result register. ``RESULT_LATENCY`` cycles from a ``last`` beat to its result.
+the result register. ``RESULT_LATENCY`` cycles from a ``last`` beat to its result when the RC
+is current; a fused operation's first results wait for the vector engine's RC instead.
 
 Baseline KV layout (``gather``): a beat reads one row and keeps byte ``gsel`` of it in lane
 ``glane`` of a gather register; the MAC runs only on beats with ``mac`` set, on the gathered
@@ -30,7 +32,7 @@ from amaranth.utils import ceil_log2
 from memwall.golden import fixedpoint as fx
 from memwall.hdl.common.fixed import RcApply
 
-__all__ = ["Vac", "beat_layout", "RESULT_LATENCY", "SRC_WMEM", "SRC_KV"]
+__all__ = ["Vac", "beat_layout", "RC_LAYOUT", "RESULT_LATENCY", "SRC_WMEM", "SRC_KV"]
 
 #: Cycles from a ``last`` beat in a VAC's HLINK register to its ``result``.
 RESULT_LATENCY = 4
@@ -53,7 +55,13 @@ def beat_layout(lanes: int, addr_bits: int) -> data.StructLayout:
         "gather": 1,               # baseline layout: keep byte gsel of the row in lane glane
         "gsel": max(1, ceil_log2(lanes)),
         "glane": max(1, ceil_log2(lanes)),
+        "rows": 8,                 # VACs with a row in this group: VAC j answers if j < rows
     })
+
+
+#: The RC factor as it travels the chain: ``load`` sets it, ``clear`` marks it stale.
+RC_LAYOUT = data.StructLayout({"load": 1, "clear": 1, "mant": fx.RC_MANT_BITS, "shift": 6,
+                               "narrow": 1})
 
 
 class Vac(wiring.Component):
@@ -82,8 +90,14 @@ class Vac(wiring.Component):
         KV cache read data (the VLINK source), with ``kv``.
     kv_link : In(8 * lanes)
         KV read data of the owning VAC, without ``kv``.
-    rc_mant, rc_shift, rc_narrow : In
-        The RC factor and the output width (``rc_narrow``: INT8, else INT16), held by the tile.
+    rc_in : In(RC_LAYOUT)
+        The RC factor and the output width (``narrow``: INT8, else INT16) from the previous VAC
+        (or the tile), one cycle behind it like the beats, so VAC ``j`` sees it ``j`` cycles
+        after VAC 0.
+    rc_out : Out(RC_LAYOUT)
+        This VAC's RC chain register.
+    index : In(8)
+        This VAC's position in the tile (a port, so that every VAC is one module).
     result_valid : Out(1)
     result : Out(signed(16))
     result_acc : Out(signed(32))
@@ -98,7 +112,7 @@ class Vac(wiring.Component):
         ports = {
             "hin": In(beat), "hout": Out(beat),
             "wmem_we": In(1), "wmem_addr": In(range(wmem_words)), "wmem_data": In(8 * lanes),
-            "rc_mant": In(fx.RC_MANT_BITS), "rc_shift": In(6), "rc_narrow": In(1),
+            "rc_in": In(RC_LAYOUT), "rc_out": Out(RC_LAYOUT), "index": In(8),
             "result_valid": Out(1), "result": Out(signed(16)), "result_acc": Out(signed(ACC_BITS)),
         }
         if kv:
@@ -157,18 +171,33 @@ class Vac(wiring.Component):
         s2 = Signal.like(self.hin, name="s2")
         m.d.sync += [s2_sum.eq(total), s2.eq(s1)]
 
-        # Stage 2 -> 3: accumulate.
+        # The RC chain: a VAC's factor, and whether it is current.
+        m.d.sync += self.rc_out.eq(self.rc_in)
+        rc = Signal(RC_LAYOUT)
+        rc_ok = Signal()
+        with m.If(self.rc_in.load):
+            m.d.sync += [rc.eq(self.rc_in), rc_ok.eq(1)]
+        with m.Elif(self.rc_in.clear):
+            m.d.sync += rc_ok.eq(0)
+
+        # Stage 2 -> 3: accumulate. A finished sum waits (pending) for a current RC; the
+        # sequencer starts no group before the RC of its operation is on the chain, so the
+        # accumulator is never overwritten while a result waits.
         acc = Signal(signed(ACC_BITS))
-        done = Signal()
+        pending = Signal()
+        fire = pending & rc_ok
         with m.If(s2.valid & s2.mac):
             m.d.sync += acc.eq(Mux(s2.first, 0, acc) + s2_sum)
-        m.d.sync += done.eq(s2.valid & s2.mac & s2.last)
+        with m.If(s2.valid & s2.mac & s2.last & (self.index < s2.rows)):
+            m.d.sync += pending.eq(1)
+        with m.Elif(fire):
+            m.d.sync += pending.eq(0)
 
         # Stage 3 -> 4: RCU + PPU into the result register.
         m.submodules.ppu = ppu = RcApply(ACC_BITS, 16, 8)
-        m.d.comb += [ppu.acc.eq(acc), ppu.mant.eq(self.rc_mant), ppu.shift.eq(self.rc_shift),
-                     ppu.narrow.eq(self.rc_narrow)]
-        m.d.sync += self.result_valid.eq(done)
-        with m.If(done):
+        m.d.comb += [ppu.acc.eq(acc), ppu.mant.eq(rc.mant), ppu.shift.eq(rc.shift),
+                     ppu.narrow.eq(rc.narrow)]
+        m.d.sync += self.result_valid.eq(fire)
+        with m.If(fire):
             m.d.sync += [self.result.eq(ppu.y), self.result_acc.eq(acc)]
         return m
