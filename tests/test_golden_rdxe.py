@@ -120,3 +120,33 @@ def test_mode_is_checked():
 
 def test_peak_ops():
     assert rdxe.peak_ops_per_cycle(8, 16, 16) * 200e6 == pytest.approx(0.8192e12)
+
+
+@pytest.mark.parametrize("layout", ["iwur", "baseline"])
+def test_kv_layouts_place_every_byte_once(layout):
+    from memwall.golden import rdxe_layout
+
+    vacs, lanes, max_tokens, dh = 4, 4, 16, 16
+    rng = np.random.default_rng(6)
+    t = 16
+    # Distinct non-zero tags: K bytes 1..?, V bytes after them (mod 256 kept distinct by size).
+    k = np.arange(1, t * dh + 1).reshape(t, dh) % 127 + 1
+    v = -(np.arange(1, t * dh + 1).reshape(t, dh) % 127 + 1)
+    image = rdxe_layout.kv_image(k, v, vacs, lanes, max_tokens, layout)
+    words = rdxe_layout.kv_words_needed(vacs, lanes, max_tokens, dh, layout)
+    assert image.shape == (vacs, words, lanes)
+    kw = rdxe_layout.k_words(vacs, lanes, max_tokens, dh)
+    assert np.count_nonzero(image[:, :kw]) == t * dh                 # K: every byte, once
+    v_bytes = image[:, kw:]
+    assert np.count_nonzero(v_bytes) == t * dh
+    used = np.count_nonzero(v_bytes) / v_bytes.size
+    assert used == (1.0 if layout == "iwur" else dh / (vacs * lanes))
+    # One token's K is one VAC's dh/lanes consecutive words; a word of V (iWuR) is lanes tokens.
+    tok = int(rng.integers(t))
+    row = image[tok % vacs, (tok // vacs) * (dh // lanes):(tok // vacs + 1) * (dh // lanes)]
+    assert np.array_equal(row.ravel().view(np.int8), k[tok].astype(np.int8))
+    if layout == "iwur":
+        assert np.array_equal(image[1, kw].view(np.int8), v[0:lanes, 1].astype(np.int8))
+    else:
+        assert np.array_equal(image[1, kw + 3].view(np.int8),
+                              v[3, 1::vacs].astype(np.int8))
