@@ -20,15 +20,15 @@ GATES = json.loads((Path(__file__).resolve().parents[1] / "flows" / "gates.json"
 
 
 @pytest.mark.sim
-def test_flow_metrics_within_gates(tmp_path):
-    for pdk in sorted({key.split("/")[1] for key in GATES["gates"]}):
-        try:
-            find_pdk(pdk, cache_root=tmp_path / "pdk")
-        except PdkError as exc:   # no ../shared/pdk beside this checkout
-            pytest.skip(str(exc))
-    # One test, gates in turn: the flows share their power-workload simulations.
-    for key in sorted(GATES["gates"]):
-        _check_gate(key, tmp_path)
+@pytest.mark.parametrize("key", sorted(GATES["gates"]))
+def test_flow_metrics_within_gates(tmp_path, key):
+    """One test per gate, so that the gates run on separate workers (each runs its own
+    power-workload simulation; the simulator builds are shared through build/sim)."""
+    try:
+        find_pdk(key.split("/")[1], cache_root=tmp_path / "pdk")
+    except PdkError as exc:   # no ../shared/pdk beside this checkout
+        pytest.skip(str(exc))
+    _check_gate(key, tmp_path)
 
 
 def _check_gate(key: str, build_root: Path) -> None:
