@@ -41,8 +41,10 @@ def test_vector_engine_against_golden():
 
     async def bench(ctx):
         ctx.set(dut.clear, 1)
+        ctx.set(dut.max_clear, 1)
         await ctx.tick()
         ctx.set(dut.clear, 0)
+        ctx.set(dut.max_clear, 0)
         for k in range(d // L):                         # x streams past: sum x**2
             ctx.set(dut.sq_valid, 1)
             ctx.set(dut.sq_x, _pack(x[k * L:(k + 1) * L], 8))

@@ -92,7 +92,8 @@ def _readable_suffix(params: dict) -> str | None:
 
 
 _PORT_DECL = re.compile(r"^\s*(input|output)\s+(?:\[(\d+):(\d+)\]\s+)?\\?([A-Za-z_][\w$.]*)\s*;")
-_RTLIL_PORT = re.compile(r"^\s*wire width (\d+) (input|output) \d+\s+\\(\S+)\s*$", re.M)
+_RTLIL_PORT = re.compile(r"^\s*wire width (\d+) (input|output) \d+\s+(?:signed\s+)?\\(\S+)\s*$",
+                         re.M)
 _VERILOG_MODULE = re.compile(r"^module \\?([^\s(]+)\s*\(", re.M)
 # Yosys numbers the helper regs it writes ("dump_module$N") across the whole run.
 _YOSYS_AUTO_NAME = re.compile(r"\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+")
@@ -299,6 +300,10 @@ class Design:
 
 def instance_connections(info: ModuleInfo, ports: dict[str, tuple[str, Value]]) -> dict:
     """Instance keyword arguments binding a module's ports to the given values."""
+    missing = sorted(set(ports) - info.port_names)
+    if missing:   # a port the module text lost would be left unconnected without a word
+        raise RuntimeError(f"module {info.name}: port(s) {', '.join(missing)} of the component "
+                           "are not ports of its generated module")
     kwargs = {}
     for port in info.ports:
         if port.name in CLOCK_PORTS and port.name not in ports:

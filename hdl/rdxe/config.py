@@ -6,11 +6,8 @@ tile's buffers. The generated top is one GQA group: ``gqa_group`` tiles in locks
 owning the KV caches and the others reading them over VLINK (1: a lone tile). The ring model
 (``memwall model rdxe``) scales a DXE's tile figures to ``dxes`` DXEs.
 
-Layouts. K rows (iWuR and baseline): token ``t`` lives in VAC ``t % vacs``, word
-``kv_base + (t // vacs) * dh/lanes + i // lanes``, byte ``i % lanes``. V (iWuR): dimension
-``i`` lives in VAC ``i % vacs``, word ``v_base + (i // vacs) * max_tokens/lanes + t // lanes``,
-byte ``t % lanes`` (column by column). V (baseline): VAC ``j`` writes its dimensions
-``j + vacs*b`` of token ``t`` as one word at ``v_base + t``, byte ``b`` (row by row).
+KV cache layouts (K row by row; V column by column for iWuR, row by row for the baseline):
+:mod:`memwall.golden.rdxe_layout`.
 """
 
 from __future__ import annotations
@@ -19,6 +16,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from memwall.golden.rdxe import MAX_TOKENS, peak_ops_per_cycle
+from memwall.golden.rdxe_layout import LAYOUTS, kv_words_needed
 
 from memwall.config import ConfigError, UnitConfig, field, int_range, number_range, power_of_two
 
@@ -32,8 +30,9 @@ class RdxeConfig(UnitConfig):
     unit_name: ClassVar[str] = "rdxe"
     name: str = "rdxe"
     dxts: int = field(8, int_range(1, 64), "DXTs per DXE (the peak and the cycle model)")
-    vacs: int = field(16, power_of_two(2, 64), "VACs per DXT (on one GBUS and HLINK chain)")
-    lanes: int = field(16, power_of_two(2, 64), "INT8 multipliers per VAC (bytes per word)")
+    vacs: int = field(16, power_of_two(4, 64),
+                      "VACs per DXT (on one GBUS and HLINK chain; at least the GBUS's 4 bytes)")
+    lanes: int = field(16, power_of_two(4, 64), "INT8 multipliers per VAC (bytes per word)")
     wmem_words: int = field(1024, int_range(2, 1 << 16), "weight memory words per VAC")
     kv_words: int = field(1024, int_range(2, 1 << 16), "KV cache words per VAC")
     abuf_words: int = field(64, int_range(2, 1 << 12),
@@ -60,6 +59,12 @@ class RdxeConfig(UnitConfig):
             raise ConfigError(f"max_head_dim: {self.max_head_dim} — at most vacs * lanes "
                               f"({self.vacs * self.lanes}): the baseline V layout keeps a VAC's "
                               "share of a token in one word")
+        need = max(kv_words_needed(self.vacs, self.lanes, self.max_tokens, self.max_head_dim,
+                                   layout) for layout in LAYOUTS)
+        if self.kv_words < need:
+            raise ConfigError(f"kv_words: {self.kv_words} — one head of max_tokens "
+                              f"({self.max_tokens}) x max_head_dim ({self.max_head_dim}) needs "
+                              f"{need} words per VAC in the larger of the two layouts")
         if self.max_head_dim > self.abuf_words * self.lanes:
             raise ConfigError(f"abuf_words: {self.abuf_words} — must hold a query head "
                               f"(max_head_dim {self.max_head_dim} / lanes {self.lanes} words)")

@@ -31,6 +31,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 from memwall.golden import fixedpoint as fx
 from memwall.hdl.common.fixed import RcApply
+from memwall.hdl.common.netlist import unique_submodule
 
 __all__ = ["Vac", "beat_layout", "RC_LAYOUT", "RESULT_LATENCY", "SRC_WMEM", "SRC_KV"]
 
@@ -194,7 +195,8 @@ class Vac(wiring.Component):
             m.d.sync += pending.eq(0)
 
         # Stage 3 -> 4: RCU + PPU into the result register.
-        m.submodules.ppu = ppu = RcApply(ACC_BITS, 16, 8)
+        ppu = RcApply(ACC_BITS, 16, 8)
+        unique_submodule(m, "ppu", ppu)
         m.d.comb += [ppu.acc.eq(acc), ppu.mant.eq(rc.mant), ppu.shift.eq(rc.shift),
                      ppu.narrow.eq(rc.narrow)]
         m.d.sync += self.result_valid.eq(fire)

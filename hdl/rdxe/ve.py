@@ -22,6 +22,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 from memwall.golden import fixedpoint as fx
 from memwall.hdl.common.fixed import Exp2Float, NewtonRaphson, RcApply
+from memwall.hdl.common.netlist import unique_submodule
 
 __all__ = ["VectorEngine", "E_BITS", "ESUM_BITS"]
 
@@ -46,7 +47,9 @@ class VectorEngine(wiring.Component):
     Attributes
     ----------
     clear : In(1)
-        Zero ``sum x**2``, ``sum e`` and set the maximum to the lowest score.
+        Zero ``sum x**2`` and ``sum e``.
+    max_clear : In(1)
+        Set the maximum to the lowest score (a new head's scores follow).
     sq_valid : In(1)
     sq_x : In(8 * lanes)
         An INT8 word to add to ``sum x**2``.
@@ -82,7 +85,7 @@ class VectorEngine(wiring.Component):
         self.lanes, self.sequential = lanes, sequential
         self.params = {"lanes": lanes, "sequential": sequential}
         ports = {
-            "clear": In(1), "sq_valid": In(1), "sq_x": In(8 * lanes),
+            "clear": In(1), "max_clear": In(1), "sq_valid": In(1), "sq_x": In(8 * lanes),
             "score_valid": In(1), "score": In(signed(SCORE_BITS)),
             "z": In(SCORE_BITS * lanes), "z_mask": In(lanes), "esum_add": In(1),
             "e_m": Out(7 * lanes), "e_s": Out(3 * lanes),
@@ -114,7 +117,7 @@ class VectorEngine(wiring.Component):
             m.d.sync += self.sum_sq.eq(Mux(total > top, top, total))
 
         # Running maximum of the written-back scores.
-        with m.If(self.clear):
+        with m.If(self.max_clear):
             m.d.sync += self.z_max.eq(-(1 << (SCORE_BITS - 1)))
         with m.Elif(self.score_valid & (self.score > self.z_max)):
             m.d.sync += self.z_max.eq(self.score)
@@ -123,7 +126,7 @@ class VectorEngine(wiring.Component):
         e_vals = []
         for i in range(lanes):
             exp = Exp2Float(SCORE_BITS + 1)
-            m.submodules[f"exp{i}"] = exp
+            unique_submodule(m, f"exp{i}", exp)
             z = self.z[SCORE_BITS * i:SCORE_BITS * (i + 1)].as_signed()
             nd = Signal(SCORE_BITS + 1, name=f"nd{i}")
             m.d.comb += nd.eq(Mux(self.z_max > z, self.z_max - z, 0))
@@ -142,7 +145,8 @@ class VectorEngine(wiring.Component):
             m.d.sync += self.sum_e.eq(self.sum_e + e_reg)
 
         # The RC factor.
-        m.submodules.nr = nr = NewtonRaphson()
+        nr = NewtonRaphson()
+        unique_submodule(m, "nr", nr)
         u_sq = self.sum_sq + self.eps_sum
         m.d.comb += [nr.start.eq(self.nr_start), nr.op.eq(self.nr_op),
                      nr.u.eq(Mux(self.nr_op, Mux(u_sq > top, top, u_sq), self.sum_e)),
@@ -157,7 +161,7 @@ class VectorEngine(wiring.Component):
             outs = []
             for i in range(lanes):
                 norm = RcApply(16, 8, 8)
-                m.submodules[f"norm{i}"] = norm
+                unique_submodule(m, f"norm{i}", norm)
                 m.d.comb += [norm.acc.eq(self.norm_a[16 * i:16 * i + 16].as_signed()),
                              norm.mant.eq(nr.mant), norm.shift.eq(nr.shift), norm.narrow.eq(1)]
                 outs.append(norm.y[:8])

@@ -1,0 +1,202 @@
+"""cocotb testbench of ``rdxe_group``: whole operations against :mod:`memwall.golden.rdxe`.
+
+One seeded session on one tile group, every tile with its own operands and weights, tile 0's
+KV cache shared over VLINK (GQA): GEMVs (rows not a multiple of the VACs, operands shorter than
+the VAC count), GEMV with RMSNorm fused and sequential, K/V write-back of ``tokens`` tokens,
+QK with max-on-writeback, P.V fused and sequential, in the iWuR layout and again in the
+baseline layout. Checked: every result and accumulator bit for bit; the KV cache images
+against :func:`memwall.golden.rdxe_layout.kv_image`; in iWuR every KV read beat reads a whole
+word (no gathers), in the baseline ``lanes`` one-byte gathers per word. With
+``params["stall"]`` the streams stall at random (idle sources, back-pressure on results);
+without, each command's cycles are recorded to ``params["out"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import cocotb
+import numpy as np
+from cocotb.triggers import RisingEdge
+from memwall.golden import fixedpoint as fx
+from memwall.golden import rdxe as golden
+from memwall.golden.rdxe_layout import kv_image
+from memwall.hdl.rdxe.config import RdxeConfig
+from memwall.hdl.rdxe.core import result_layout
+from memwall.hdl.rdxe.program import Program
+from memwall.hdl.rdxe.sequencer import command_layout
+from memwall.verif.common.runner import tb_params
+from memwall.verif.common.streams import Scoreboard, StreamSink, StreamSource, pack_struct, start
+
+
+def _signed(value: int, bits: int) -> int:
+    return value - (1 << bits) if value >> (bits - 1) & 1 else value
+
+
+def build_session(cfg: RdxeConfig, seed: int, d: int, n: int, tokens: int, dh: int):
+    """The session's program and, per command, the expected results ``(values, accs)`` per
+    tile (None for commands without results), plus the KV images after each layout."""
+    rng = np.random.default_rng(seed)
+    tiles, lanes = cfg.gqa_group, cfg.lanes
+    prog = Program(cfg)
+    expect: list = []
+
+    def note(results):
+        while len(expect) < len(prog.commands) - 1:
+            expect.append(None)
+        expect.append(results)
+
+    x = rng.integers(-128, 128, (tiles, d))
+    x[:, 0] = -128
+    gain = rng.integers(-128, 128, (tiles, d))
+    w = rng.integers(-128, 128, (tiles, n, d))
+    w_short = rng.integers(-128, 128, (tiles, n, lanes))
+    wc = -(-d // lanes)
+    a_x, a_g, a_q, a_kv = 0, wc, 2 * wc, 3 * wc
+    for t in range(tiles):
+        prog.load_a(t, a_x, x[t])
+        prog.load_a(t, a_g, gain[t])
+        base = prog.load_w(t, 0, w[t])
+        prog.load_w(t, base, w_short[t])
+    rc = fx.rc_from_float(float(rng.uniform(0.002, 0.02)))
+    prog.gemv(n, d, a_x, 0, rc)
+    note([golden.vac_out(golden.gemv_acc(w[t], x[t]), rc) for t in range(tiles)]
+         + [golden.gemv_acc(w[t], x[t]) for t in range(tiles)])
+    prog.gemv(n, lanes, a_x, base, rc, narrow=0)           # one beat per group: idle pitch
+    note([golden.vac_out(golden.gemv_acc(w_short[t], x[t, :lanes]), rc, 16) for t in range(tiles)]
+         + [golden.gemv_acc(w_short[t], x[t, :lanes]) for t in range(tiles)])
+    eps_sum = int(rng.integers(0, 1 << 12))
+    out_static = golden.static_factor(float(rng.uniform(0.05, 0.5)))
+    norm_static = golden.static_factor(float(rng.uniform(0.05, 0.5)))
+    for mode in golden.MODES:
+        prog.rmsnorm_gemv(n, d, a_x, 0, eps_sum, out_static, mode, a_g, norm_static)
+        res = [golden.rmsnorm_gemv(x[t], w[t], eps_sum, out_static, mode, gain[t], norm_static)
+               for t in range(tiles)]
+        note([r["y"] for r in res] + [r["acc"] for r in res])
+
+    k = rng.integers(-128, 128, (tokens, dh))
+    v = rng.integers(-128, 128, (tokens, dh))
+    q = rng.integers(-128, 128, (tiles, dh))
+    score_rc = fx.rc_from_float(float(rng.uniform(0.005, 0.05)))   # scores of a few octaves
+    out_static = golden.static_factor(float(rng.uniform(0.002, 0.01)))
+    images, image = {}, None
+    for t in range(tiles):
+        prog.load_a(t, a_q, q[t])
+    for layout in ("iwur", "baseline"):
+        for tok in range(tokens):
+            if layout == "iwur":
+                prog.load_a(0, a_kv, k[tok])
+                prog.kv_write(tok, dh, a_kv, value=False)
+            prog.load_a(0, a_kv, v[tok])
+            prog.kv_write(tok, dh, a_kv, value=True, layout=layout)
+        image = kv_image(k if layout == "iwur" else None, v, cfg.vacs, lanes, cfg.max_tokens,
+                         cfg.max_head_dim, layout, into=image)
+        images[len(prog.commands)] = (layout, image)
+        prog.qk(tokens, dh, a_q, score_rc)
+        sc = [golden.qk_scores(q[t], k, score_rc) for t in range(tiles)]
+        note([s["z"] for s in sc] + [s["acc"] for s in sc])
+        for mode in golden.MODES:
+            static = out_static if mode == "fused" else golden.static_factor(
+                float(out_static[0]) * 2.0 ** -out_static[1] / 127)
+            prog.pv(tokens, dh, static, mode, layout)
+            res = [golden.softmax_pv(sc[t]["z"], sc[t]["z_max"], v, static, mode)
+                   for t in range(tiles)]
+            note([r["o"] for r in res] + [r["acc"] for r in res])
+    while len(expect) < len(prog.commands):
+        expect.append(None)
+    return prog, expect, images
+
+
+class Testbench:
+    def __init__(self, dut, params: dict):
+        self.dut, self.params = dut, params
+        self.cfg = RdxeConfig(**params["config"])
+        self.rng = random.Random(cocotb.RANDOM_SEED)
+        self.stall = float(params.get("stall", 0.0))
+        self.cycle = 0
+
+    async def _clock(self):
+        while True:
+            await RisingEdge(self.dut.clk)
+            self.cycle += 1
+
+    def _kv_words(self, vac: int, words: int) -> np.ndarray:
+        mem = getattr(self.dut.tile0, f"vac{vac}").kvmem
+        lanes = self.cfg.lanes
+        out = np.zeros((words, lanes), dtype=np.uint8)
+        for i in range(words):
+            out[i] = np.frombuffer(int(mem[i].value).to_bytes(lanes, "little"), np.uint8)
+        return out
+
+    async def run(self):
+        dut, cfg = self.dut, self.cfg
+        p = self.params
+        prog, expect, images = build_session(cfg, p["seed"], p["d"], p["n"], p["tokens"],
+                                             p["dh"])
+        clk = await start(dut)
+        cocotb.start_soon(self._clock())
+        cmd = StreamSource(dut, "cmd", clk)
+        data = StreamSource(dut, "data_in", clk, idle_prob=self.stall, rng=self.rng)
+        sink = StreamSink(dut, "result", clk, ready_prob=1.0 - self.stall, rng=self.rng)
+        cocotb.start_soon(sink.run())
+
+        async def feed():
+            for word in prog.data:
+                await data.send(word)
+        cocotb.start_soon(feed())
+        board = Scoreboard("rdxe_group", dut._log)
+        layout = result_layout(cfg)
+        clayout = command_layout(cfg)
+        tiles = cfg.gqa_group
+        cycles, seen = [], 0
+        counters = []
+        for n, command in enumerate(prog.commands):
+            if n in images:
+                for _ in range(2):          # the last write-back's bytes land
+                    await RisingEdge(clk)
+                name, image = images[n]
+                for j in range(cfg.vacs):
+                    got = self._kv_words(j, image.shape[1])
+                    board.compare(f"KV image ({name}) VAC {j}", image[j], got)
+            before = (int(dut.kv_reads.value), int(dut.kv_gathers.value))
+            began = self.cycle
+            await cmd.send(pack_struct(clayout, **command))
+            await RisingEdge(clk)
+            while int(dut.busy.value) or int(dut.cmd__ready.value) == 0:
+                await RisingEdge(clk)
+                assert self.cycle - began < 100_000, f"command {n} ({command['op']}) hangs"
+            dut._log.debug("command %d done after %d cycles", n, self.cycle - began)
+            counters.append((int(dut.kv_reads.value) - before[0],
+                             int(dut.kv_gathers.value) - before[1]))
+            cycles.append({"command": n, "cycles": self.cycle - began})
+            want = expect[n]
+            if want is None:
+                continue
+            rows = len(want[0])
+            items = await sink.wait_for(seen + rows)
+            seen += rows
+            values = np.zeros((tiles, rows), np.int64)
+            accs = np.zeros((tiles, rows), np.int64)
+            for r, item in enumerate(items[-rows:]):
+                beat = layout.from_bits(item["payload"])
+                for t in range(tiles):
+                    values[t, r] = _signed(int(beat[t].value), 16)
+                    accs[t, r] = _signed(int(beat[t].acc), 32)
+            for t in range(tiles):
+                board.compare(f"command {n} tile {t} results", want[t], values[t])
+                board.compare(f"command {n} tile {t} accumulators", want[tiles + t], accs[t])
+            c = prog.commands[n]
+            if c["kv"] and c["exp"]:
+                words = c["groups"] * c["beats"]
+                want_counts = (0, words * cfg.lanes) if c["gather"] else (words, 0)
+                board.compare(f"command {n} KV reads/gathers", want_counts, counters[-1])
+        board.result()
+        if p.get("out"):
+            with open(p["out"], "w") as f:
+                json.dump({"cycles": cycles, "commands": prog.commands}, f)
+
+
+@cocotb.test()
+async def session(dut):
+    await Testbench(dut, tb_params()).run()
