@@ -132,10 +132,10 @@ def test_kv_layouts_place_every_byte_once(layout):
     # Distinct non-zero tags: K bytes 1..?, V bytes after them (mod 256 kept distinct by size).
     k = np.arange(1, t * dh + 1).reshape(t, dh) % 127 + 1
     v = -(np.arange(1, t * dh + 1).reshape(t, dh) % 127 + 1)
-    image = rdxe_layout.kv_image(k, v, vacs, lanes, max_tokens, layout)
+    image = rdxe_layout.kv_image(k, v, vacs, lanes, max_tokens, dh, layout)
     words = rdxe_layout.kv_words_needed(vacs, lanes, max_tokens, dh, layout)
     assert image.shape == (vacs, words, lanes)
-    kw = rdxe_layout.k_words(vacs, lanes, max_tokens, dh)
+    kw = rdxe_layout.v_base(vacs, lanes, max_tokens, dh)
     assert np.count_nonzero(image[:, :kw]) == t * dh                 # K: every byte, once
     v_bytes = image[:, kw:]
     assert np.count_nonzero(v_bytes) == t * dh
