@@ -353,3 +353,14 @@ def test_pim_report_gemv_rows_and_lifetime_are_current(pim_results, monkeypatch)
     committed = {p["M"]: p for p in pim_results["lifetime"]["points"]}
     for p in points:
         assert json.loads(json.dumps(p)) == committed[p["M"]]
+
+
+# --- reports/rdxe --------------------------------------------------------------------------
+
+def test_rdxe_report_is_current_and_what_its_generator_writes():
+    from memwall.families.rdxe import report as rdxe_report
+
+    folder = ROOT / "reports" / "rdxe"
+    stored = rdxe_report.load_results(folder)
+    assert stored == json.loads(json.dumps(rdxe_report.results()))   # the model, re-run
+    assert (folder / "README.md").read_text() == rdxe_report.readme(stored)

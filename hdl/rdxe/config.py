@@ -45,6 +45,10 @@ class RdxeConfig(UnitConfig):
     max_head_dim: int = field(64, int_range(2, 1 << 10), "largest head dimension dh")
     gqa_group: int = field(1, int_range(1, 8),
                            "DXTs of the generated top that share one KV cache over VLINK")
+    sequential_baseline: bool = field(
+        True, lambda v: None if isinstance(v, bool) else "must be true or false",
+        "build the unfused VRC baseline (feature buffer and normalisation lanes), so that the "
+        "sequential mode runs; false leaves only the fused VRC (compare their area)")
     clock_mhz: float = field(200.0, number_range(0.001, 10000), "clock, MHz")
     dxes: int = field(7, int_range(1, 64), "DXEs in the ring (the ring model)")
 

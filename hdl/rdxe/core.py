@@ -27,8 +27,9 @@ def result_layout(cfg: RdxeConfig) -> data.ArrayLayout:
 
 
 def out_depth(cfg: RdxeConfig) -> int:
-    """Result FIFO depth: two groups of results."""
-    return 2 * cfg.vacs
+    """Result FIFO depth: room for the groups in flight (a group starts only if its results fit
+    behind them), so that a reader taking a result a cycle never holds the tiles back."""
+    return 6 * cfg.vacs
 
 
 class RdxeGroup(wiring.Component):
@@ -72,7 +73,7 @@ class RdxeGroup(wiring.Component):
                      out.r_en.eq(self.result.ready), seq.out_level.eq(out.level)]
         tiles = []
         for t in range(cfg.gqa_group):
-            tile = Dxt(cfg, kv=t == 0)
+            tile = Dxt(cfg, kv=t == 0, sequential=cfg.sequential_baseline)
             unique_submodule(m, f"tile{t}", tile)
             tiles.append(tile)
             for name in ("ctrl", "op", "res_reset", "ve_clear", "max_clear", "nr_start", "rc",

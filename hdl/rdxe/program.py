@@ -18,7 +18,7 @@ from memwall.hdl.rdxe.config import RdxeConfig
 from memwall.hdl.rdxe.dxt import DEST_NONE, DEST_SCORES
 from memwall.hdl.rdxe.sequencer import OP_KV_WB, OP_LOAD_A, OP_LOAD_W, OP_MAC
 
-__all__ = ["Program", "words_of"]
+__all__ = ["Program", "words_of", "ShapeError", "plan_rmsnorm_gemv", "plan_attention"]
 
 
 def words_of(vector, lanes: int) -> list[int]:
@@ -132,3 +132,107 @@ class Program:
         self._command(OP_KV_WB, a_base=a_base,
                       op_fields={"kv_v": int(value), "iwur": int(layout == "iwur"),
                                  "token": token, "dh": dh})
+
+
+# --- whole operations on a tile group ---------------------------------------------------------
+
+class ShapeError(ValueError):
+    """An operation that does not fit the config; the message names the limit."""
+
+
+def _fit(ok: bool, message: str) -> None:
+    if not ok:
+        raise ShapeError(message)
+
+
+def _sequential_built(cfg: RdxeConfig, mode: str) -> None:
+    _fit(mode == "fused" or cfg.sequential_baseline,
+         f"the sequential mode needs the config's sequential_baseline hardware ({cfg.name} is "
+         "built without it)")
+
+
+def plan_rmsnorm_gemv(cfg: RdxeConfig, x, w, eps_sum: int, out_static: tuple,
+                      mode: str = "fused", g=None, norm_static: tuple | None = None):
+    """A GEMV with RMSNorm on the group: the rows split over the tiles (each tile runs the
+    same statistics on the same ``x``). Returns the program and ``assemble(results) -> (y,
+    acc)`` in row order."""
+    x, w = np.asarray(x, np.int64), np.asarray(w, np.int64)
+    n, d = w.shape
+    lanes, vacs, tiles = cfg.lanes, cfg.vacs, cfg.gqa_group
+    c = _ceil(d, lanes)
+    per_tile = _ceil(n, tiles)
+    _fit(2 * c <= cfg.abuf_words, f"d = {d}: x and gamma need {2 * c} words of the activation "
+         f"buffer; the config has abuf_words = {cfg.abuf_words} ({cfg.abuf_words * lanes // 2} "
+         "elements each)")
+    _fit(_ceil(per_tile, vacs) * c <= cfg.wmem_words,
+         f"w ({n}, {d}): {per_tile} rows per tile need {_ceil(per_tile, vacs) * c} weight words "
+         f"per VAC; the config has wmem_words = {cfg.wmem_words}")
+    _sequential_built(cfg, mode)
+    _fit(mode == "fused" or c <= cfg.fbuf_words,
+         f"d = {d}: the sequential mode needs {c} feature-buffer words; the config has "
+         f"fbuf_words = {cfg.fbuf_words}")
+    prog = Program(cfg)
+    for t in range(tiles):
+        prog.load_a(t, 0, x)
+        if g is not None:
+            prog.load_a(t, c, g)
+        rows = w[t * per_tile:(t + 1) * per_tile]
+        prog.load_w(t, 0, np.concatenate([rows, np.zeros((per_tile - len(rows), d), np.int64)]))
+    prog.rmsnorm_gemv(per_tile, d, 0, 0, eps_sum, out_static, mode, c, norm_static)
+
+    def assemble(results):
+        last = results[-1]
+        y = np.concatenate([last["values"][t] for t in range(tiles)])[:n]
+        acc = np.concatenate([last["accs"][t] for t in range(tiles)])[:n]
+        return np.asarray(y, np.int64), np.asarray(acc, np.int64)
+    return prog, assemble
+
+
+def plan_attention(cfg: RdxeConfig, q, k, v, score_rc: tuple, out_static: tuple,
+                   mode: str = "fused", layout: str = "iwur"):
+    """Decode attention on the group: per KV head, its tokens written to tile 0's KV caches,
+    then its query heads ``gqa_group`` at a time (one per tile, sharing the cache). Returns
+    the program and ``assemble(results) -> (o, acc)``, ``(heads, dh)`` each."""
+    q, k, v = (np.asarray(a, np.int64) for a in (q, k, v))
+    heads, dh = q.shape
+    tokens, kv_heads = k.shape[0], k.shape[1]
+    lanes, vacs, tiles = cfg.lanes, cfg.vacs, cfg.gqa_group
+    _fit(dh <= cfg.max_head_dim and dh % lanes == 0 and dh % vacs == 0,
+         f"head dimension {dh}: must be at most max_head_dim ({cfg.max_head_dim}) and a "
+         f"multiple of lanes ({lanes}) and vacs ({vacs})")
+    _fit(tokens <= cfg.max_tokens, f"{tokens} tokens: the config holds max_tokens = "
+         f"{cfg.max_tokens}")
+    words = dh // lanes
+    _fit(2 * words <= cfg.abuf_words, f"head dimension {dh}: q and a K/V row need {2 * words} "
+         f"activation-buffer words; the config has abuf_words = {cfg.abuf_words}")
+    _sequential_built(cfg, mode)
+    _fit(mode == "fused" or -(-tokens // lanes) <= cfg.fbuf_words,
+         f"{tokens} tokens: the sequential mode needs {-(-tokens // lanes)} feature-buffer "
+         f"words; the config has fbuf_words = {cfg.fbuf_words}")
+    group = heads // kv_heads
+    prog = Program(cfg)
+    order = []                     # (command index, [query head per tile or None])
+    for kh in range(kv_heads):
+        for tok in range(tokens):
+            prog.load_a(0, words, k[tok, kh])
+            prog.kv_write(tok, dh, words, value=False)
+            prog.load_a(0, words, v[tok, kh])
+            prog.kv_write(tok, dh, words, value=True, layout=layout)
+        mine = list(range(kh * group, (kh + 1) * group))
+        for start in range(0, group, tiles):
+            chunk = mine[start:start + tiles]
+            for t in range(tiles):
+                prog.load_a(t, 0, q[chunk[t]] if t < len(chunk) else np.zeros(dh, np.int64))
+            prog.qk(tokens, dh, 0, score_rc)
+            prog.pv(tokens, dh, out_static, mode, layout)
+            order.append((len(prog.commands) - 1, chunk))
+
+    def assemble(results):
+        o = np.zeros((heads, dh), np.int64)
+        acc = np.zeros((heads, dh), np.int64)
+        for index, chunk in order:
+            for t, h in enumerate(chunk):
+                o[h] = results[index]["values"][t]
+                acc[h] = results[index]["accs"][t]
+        return o, acc
+    return prog, assemble

@@ -8,7 +8,9 @@ baseline layout. Checked: every result and accumulator bit for bit; the KV cache
 against :func:`memwall.golden.rdxe_layout.kv_image`; in iWuR every KV read beat reads a whole
 word (no gathers), in the baseline ``lanes`` one-byte gathers per word. With
 ``params["stall"]`` the streams stall at random (idle sources, back-pressure on results);
-without, each command's cycles are recorded to ``params["out"]``.
+without, every MAC and write-back command takes exactly the cycles of
+:func:`memwall.golden.rdxe_cycles.command_cycles`. Each command's cycles go to
+``params["out"]``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 from cocotb.triggers import RisingEdge
 from memwall.golden import fixedpoint as fx
 from memwall.golden import rdxe as golden
+from memwall.golden.rdxe_cycles import command_cycles
 from memwall.golden.rdxe_layout import kv_image
 from memwall.hdl.rdxe.config import RdxeConfig
 from memwall.hdl.rdxe.core import result_layout
@@ -169,7 +172,11 @@ class Testbench:
             dut._log.debug("command %d done after %d cycles", n, self.cycle - began)
             counters.append((int(dut.kv_reads.value) - before[0],
                              int(dut.kv_gathers.value) - before[1]))
-            cycles.append({"command": n, "cycles": self.cycle - began})
+            took = self.cycle - began
+            cycles.append({"command": n, "cycles": took})
+            model = command_cycles(cfg.vacs, cfg.lanes, command)
+            if not self.stall and model is not None:
+                board.compare(f"command {n} cycles (golden.rdxe_cycles)", model, took)
             want = expect[n]
             if want is None:
                 continue
@@ -200,3 +207,43 @@ class Testbench:
 @cocotb.test()
 async def session(dut):
     await Testbench(dut, tb_params()).run()
+
+
+@cocotb.test()
+async def program(dut):
+    """Run ``params["commands"]`` with ``params["data"]`` and write every MAC command's results
+    and each command's cycles to ``params["out"]`` (``memwall run rdxe``)."""
+    p = tb_params()
+    cfg = RdxeConfig(**p["config"])
+    tb = Testbench(dut, p)
+    clk = await start(dut)
+    cocotb.start_soon(tb._clock())
+    cmd = StreamSource(dut, "cmd", clk)
+    data = StreamSource(dut, "data_in", clk)
+    sink = StreamSink(dut, "result", clk)
+    cocotb.start_soon(sink.run())
+
+    async def feed():
+        for word in p["data"]:
+            await data.send(word)
+    cocotb.start_soon(feed())
+    layout, clayout = result_layout(cfg), command_layout(cfg)
+    out, seen = [], 0
+    for command in p["commands"]:
+        began = tb.cycle
+        await cmd.send(pack_struct(clayout, **command))
+        await RisingEdge(clk)
+        while int(dut.busy.value) or int(dut.cmd__ready.value) == 0:
+            await RisingEdge(clk)
+        entry = {"cycles": tb.cycle - began, "values": [], "accs": []}
+        rows = command["rows"] if command["op"] == 3 else 0
+        if rows:
+            items = await sink.wait_for(seen + rows)
+            seen += rows
+            beats = [layout.from_bits(item["payload"]) for item in items[-rows:]]
+            for t in range(cfg.gqa_group):
+                entry["values"].append([_signed(int(b[t].value), 16) for b in beats])
+                entry["accs"].append([_signed(int(b[t].acc), 32) for b in beats])
+        out.append(entry)
+    with open(p["out"], "w") as f:
+        json.dump(out, f)

@@ -1,0 +1,59 @@
+"""rDXE: VAC/DXT datapath with VRC-fused RMSNorm and Softmax, iWuR KV cache with GQA over VLINK,
+and the ring-pipeline model (paper: rdxe-edge-slm-decoder-vrc-iwur)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from memwall.family import Family, PowerWorkload
+from memwall.hdl.rdxe.config import RdxeConfig
+from memwall.hdl.rdxe.core import TOP_NAME, RdxeGroup, build_top
+
+from . import commands
+
+__all__ = ["FAMILY"]
+
+
+def _golden():
+    from memwall.golden import rdxe
+
+    return {"rmsnorm_gemv": rdxe.rmsnorm_gemv, "attention": rdxe.attention,
+            "qk_scores": rdxe.qk_scores, "softmax_pv": rdxe.softmax_pv}
+
+
+def _power_workloads(cfg: RdxeConfig):
+    """The regression's session (every operation, both modes and layouts) on the config's own
+    group: its activity sets the power of every module."""
+    if cfg.max_head_dim < 16 or cfg.max_tokens < 16:
+        return []
+    params = {"config": dataclasses.asdict(cfg), "seed": 5, "d": 4 * cfg.lanes,
+              "n": cfg.vacs + 2, "tokens": min(cfg.max_tokens, 13), "dh": cfg.max_head_dim,
+              "stall": 0.0}
+    return [PowerWorkload(name=TOP_NAME, component=RdxeGroup(cfg),
+                          testbench="memwall.verif.rdxe.tb_group", params=params,
+                          testcase="session",
+                          description="rdxe session: GEMV, RMSNorm-GEMV, K/V write-back, QK, "
+                                      "P.V (fused and sequential, iWuR and baseline)")]
+
+
+def _write_reports(folder) -> None:
+    from .report import build_report
+
+    build_report(folder)
+
+
+FAMILY = Family(
+    name="rdxe",
+    summary="rDXE: VAC/DXT datapath with VRC-fused RMSNorm and Softmax, iWuR KV cache with "
+            "GQA over VLINK, ring-pipeline model",
+    config_class=RdxeConfig,
+    build_top=build_top,
+    golden=_golden(),
+    power_workloads=_power_workloads,
+    commands=commands.COMMANDS,
+    report_groups={"vac_": "vac", "vector_engine": "ve", "dxt_sequencer": "control",
+                   "dxt_": "dxt"},
+    report_matrix={"asap7": ["rdxe_small"]},
+    regression_configs=("rdxe_small",),
+    write_reports=_write_reports,
+)
