@@ -10,7 +10,7 @@ The ROM contents come from the golden module, so both sides share every constant
 
 # No `from __future__ import annotations`: wiring.Component reads the port annotations.
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from memwall.golden import fixedpoint as fx
@@ -100,24 +100,36 @@ class RcApply(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         st = Stages(m, self.CUT_POINTS, self.cuts, self.load if self.stages else None)
-        prod = Signal(signed(self.acc_bits + MANT + 1))
-        m.d.comb += prod.eq(self.acc * self.mant)
+        # acc * mant as an unsigned product less the sign's weight: acc = u - s * 2**n, so
+        # acc * mant = u * mant - s * (mant << n). Yosys (0.58) maps a signed multiply, or a
+        # multiply merged with the adders behind it into one $macc, minutes slower than a plain
+        # unsigned one: the kept wire stops the merge (10 s instead of more than 5 minutes).
+        n = self.acc_bits
+        unsigned_prod = Signal(n + MANT, attrs={"keep": 1})
+        m.d.comb += unsigned_prod.eq(self.acc.as_unsigned() * self.mant)
+        prod = Signal(signed(n + MANT + 1))
+        m.d.comb += prod.eq(unsigned_prod - Mux(self.acc[n - 1], self.mant << n, 0))
         prod, shift, narrow = st.cut("product", prod, shift=self.shift, narrow=self.narrow)
         st.done()
-        half = Signal(unsigned(64))
-        m.d.comb += half.eq((Const(1, 65) << shift)[1:])       # 2**(shift-1), 0 at shift 0
-        rounded = Signal(signed(len(prod) + 1))
-        m.d.comb += rounded.eq((prod + half) >> shift)
+        # floor(prod / 2**s + 1/2) as (floor(prod / 2**(s-1)) + 1) >> 1: the shifter before the
+        # increment, and saturation from the top bits, not comparators; ABC maps this form in
+        # seconds and the adder-shifter-comparator one in minutes.
+        width = len(prod) + 1
+        halved = Signal(signed(width))
+        m.d.comb += halved.eq(Mux(shift == 0, prod << 1, prod >> (shift - 1)[:6]))
+        rounded = Signal(signed(width))
+        m.d.comb += rounded.eq(Mux(shift == 0, prod, (halved + 1) >> 1))
+
+        def fits(bits):
+            top = rounded[bits - 1:]
+            return (top == 0) | (top == (1 << len(top)) - 1)
+
         wide_top = (1 << (self.out_bits - 1)) - 1
         narrow_top = (1 << (self.narrow_bits - 1)) - 1
         top = Mux(narrow, narrow_top, wide_top)
         bottom = Mux(narrow, -narrow_top - 1, -wide_top - 1)
-        with m.If(rounded > top):
-            m.d.comb += self.y.eq(top)
-        with m.Elif(rounded < bottom):
-            m.d.comb += self.y.eq(bottom)
-        with m.Else():
-            m.d.comb += self.y.eq(rounded)
+        ok = Mux(narrow, fits(self.narrow_bits), fits(self.out_bits))
+        m.d.comb += self.y.eq(Mux(ok, rounded[:self.out_bits], Mux(rounded[-1], bottom, top)))
         return m
 
 
