@@ -15,9 +15,10 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from memwall.golden import fixedpoint as fx
 
+from .netlist import unique_submodule
 from .pipeline import Stages, depth_cuts, with_stages
 
-__all__ = ["RcApply", "Exp2Float", "NewtonRaphson", "leading_one"]
+__all__ = ["RcApply", "SignedByUnsigned", "Exp2Float", "NewtonRaphson", "leading_one"]
 
 MANT = fx.RC_MANT_BITS
 SHIFT_BITS = 6
@@ -50,6 +51,34 @@ def _normalise(m: Module, y, point, name: str):
     with m.Else():
         m.d.comb += [out_mant.eq(mant), out_shift.eq(shift[:SHIFT_BITS])]
     return out_mant, out_shift
+
+
+class SignedByUnsigned(wiring.Component):
+    """``a * b``, ``a`` signed and ``b`` unsigned, as an unsigned product less the sign's weight
+    (``a = u - s * 2**n``, so ``a * b = u * b - s * (b << n)``). Measured on the product alone,
+    Yosys 0.58 maps a 32 x 25 signed multiply in over 2 minutes and the unsigned one in 3.5 s;
+    the kept wire stops Yosys merging the subtraction into it (one ``$macc``: 57 s).
+
+    Attributes
+    ----------
+    a : In(signed(a_bits))
+    b : In(b_bits)
+    y : Out(signed(a_bits + b_bits + 1))
+    """
+
+    def __init__(self, a_bits: int, b_bits: int):
+        self.a_bits, self.b_bits = a_bits, b_bits
+        self.params = {"a_bits": a_bits, "b_bits": b_bits}
+        super().__init__({"a": In(signed(a_bits)), "b": In(b_bits),
+                          "y": Out(signed(a_bits + b_bits + 1))})
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.a_bits
+        unsigned_prod = Signal(n + self.b_bits, attrs={"keep": 1})
+        m.d.comb += [unsigned_prod.eq(self.a.as_unsigned() * self.b),
+                     self.y.eq(unsigned_prod - Mux(self.a[n - 1], self.b << n, 0))]
+        return m
 
 
 class RcApply(wiring.Component):
@@ -100,20 +129,17 @@ class RcApply(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         st = Stages(m, self.CUT_POINTS, self.cuts, self.load if self.stages else None)
-        # acc * mant as an unsigned product less the sign's weight: acc = u - s * 2**n, so
-        # acc * mant = u * mant - s * (mant << n). Measured on the product alone, Yosys 0.58
-        # maps the 32 x 25 signed multiply in over 2 minutes and the unsigned one in 3.5 s; the
-        # kept wire stops Yosys merging the subtraction into it (one $macc: 57 s).
-        n = self.acc_bits
-        unsigned_prod = Signal(n + MANT, attrs={"keep": 1})
-        m.d.comb += unsigned_prod.eq(self.acc.as_unsigned() * self.mant)
-        prod = Signal(signed(n + MANT + 1))
-        m.d.comb += prod.eq(unsigned_prod - Mux(self.acc[n - 1], self.mant << n, 0))
+        # acc * mant in a module of its own, so that hierarchical synthesis maps the product
+        # and the rounding separately (ABC takes minutes on the two in one cone).
+        product = SignedByUnsigned(self.acc_bits, MANT)
+        unique_submodule(m, "product", product)
+        m.d.comb += [product.a.eq(self.acc), product.b.eq(self.mant)]
+        prod = product.y
         prod, shift, narrow = st.cut("product", prod, shift=self.shift, narrow=self.narrow)
         st.done()
         # floor(prod / 2**s + 1/2) as (floor(prod / 2**(s-1)) + 1) >> 1: the shifter before the
-        # increment, and saturation from the top bits, not comparators. On the rounding alone
-        # ABC maps this form in 1 s; the whole block still takes ABC minutes (open).
+        # increment, and saturation from the top bits, not comparators (ABC: 1 s for this form
+        # alone, minutes for an adder, shifter and comparators).
         width = len(prod) + 1
         halved = Signal(signed(width))
         m.d.comb += halved.eq(Mux(shift == 0, prod << 1, prod >> (shift - 1)[:6]))
