@@ -105,8 +105,15 @@ class VectorEngine(wiring.Component):
         # sum x**2: the word is registered, squared and added (two cycles to the sum).
         sq_word, sq_go = Signal(8 * lanes), Signal()
         m.d.sync += [sq_word.eq(self.sq_x), sq_go.eq(self.sq_valid)]
-        squares = sum(sq_word[8 * i:8 * i + 8].as_signed() * sq_word[8 * i:8 * i + 8].as_signed()
-                      for i in range(lanes))
+        # x**2 = |x|**2: unsigned 8 x 8 squares (|-128| = 128 fits 8 bits); Yosys 0.58 maps
+        # signed multiplies merged into a sum very slowly.
+        mags = []
+        for i in range(lanes):
+            x = sq_word[8 * i:8 * i + 8].as_signed()
+            mag = Signal(8, name=f"mag{i}")
+            m.d.comb += mag.eq(Mux(x < 0, -x, x))
+            mags.append(mag)
+        squares = sum(mag * mag for mag in mags)
         sq_sum = Signal(15 + ceil_log2(lanes) + 1)
         m.d.comb += sq_sum.eq(squares)
         top = (1 << SQ_BITS) - 1
