@@ -132,11 +132,9 @@ class Testbench:
             out[i] = np.frombuffer(int(mem[i].value).to_bytes(lanes, "little"), np.uint8)
         return out
 
-    async def run(self):
-        dut, cfg = self.dut, self.cfg
-        p = self.params
-        prog, expect, images = build_session(cfg, p["seed"], p["d"], p["n"], p["tokens"],
-                                             p["dh"])
+    async def _start(self, words: list[int]):
+        """Clock, reset, the command source, ``words`` fed on ``data_in``, the result sink."""
+        dut = self.dut
         clk = await start(dut)
         cocotb.start_soon(self._clock())
         cmd = StreamSource(dut, "cmd", clk)
@@ -145,15 +143,44 @@ class Testbench:
         cocotb.start_soon(sink.run())
 
         async def feed():
-            for word in prog.data:
+            for word in words:
                 await data.send(word)
         cocotb.start_soon(feed())
+        return clk, cmd, sink
+
+    async def _issue(self, clk, cmd, command: dict, n: int) -> int:
+        """Send one command and wait until the group is idle; its cycles."""
+        dut = self.dut
+        began = self.cycle
+        await cmd.send(pack_struct(command_layout(self.cfg), **command))
+        await RisingEdge(clk)
+        while int(dut.busy.value) or int(dut.cmd__ready.value) == 0:
+            await RisingEdge(clk)
+            assert self.cycle - began < 100_000, f"command {n} ({command['op']}) hangs"
+        return self.cycle - began
+
+    async def _results(self, sink, seen: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """Results and accumulators ``(tiles, rows)`` of the next ``rows`` result beats."""
+        layout, tiles = result_layout(self.cfg), self.cfg.gqa_group
+        items = await sink.wait_for(seen + rows)
+        values = np.zeros((tiles, rows), np.int64)
+        accs = np.zeros((tiles, rows), np.int64)
+        for r, item in enumerate(items[-rows:]):
+            beat = layout.from_bits(item["payload"])
+            for t in range(tiles):
+                values[t, r] = _signed(int(beat[t].value), 16)
+                accs[t, r] = _signed(int(beat[t].acc), 32)
+        return values, accs
+
+    async def run(self):
+        dut, cfg = self.dut, self.cfg
+        p = self.params
+        prog, expect, images = build_session(cfg, p["seed"], p["d"], p["n"], p["tokens"],
+                                             p["dh"])
+        clk, cmd, sink = await self._start(prog.data)
         board = Scoreboard("rdxe_group", dut._log)
-        layout = result_layout(cfg)
-        clayout = command_layout(cfg)
         tiles = cfg.gqa_group
         cycles, seen = [], 0
-        counters = []
         for n, command in enumerate(prog.commands):
             if n in images:
                 for _ in range(2):          # the last write-back's bytes land
@@ -163,16 +190,8 @@ class Testbench:
                     got = self._kv_words(j, image.shape[1])
                     board.compare(f"KV image ({name}) VAC {j}", image[j], got)
             before = (int(dut.kv_reads.value), int(dut.kv_gathers.value))
-            began = self.cycle
-            await cmd.send(pack_struct(clayout, **command))
-            await RisingEdge(clk)
-            while int(dut.busy.value) or int(dut.cmd__ready.value) == 0:
-                await RisingEdge(clk)
-                assert self.cycle - began < 100_000, f"command {n} ({command['op']}) hangs"
-            dut._log.debug("command %d done after %d cycles", n, self.cycle - began)
-            counters.append((int(dut.kv_reads.value) - before[0],
-                             int(dut.kv_gathers.value) - before[1]))
-            took = self.cycle - began
+            took = await self._issue(clk, cmd, command, n)
+            counts = (int(dut.kv_reads.value) - before[0], int(dut.kv_gathers.value) - before[1])
             cycles.append({"command": n, "cycles": took})
             model = command_cycles(cfg.vacs, cfg.lanes, command)
             if not self.stall and model is not None:
@@ -181,23 +200,15 @@ class Testbench:
             if want is None:
                 continue
             rows = len(want[0])
-            items = await sink.wait_for(seen + rows)
+            values, accs = await self._results(sink, seen, rows)
             seen += rows
-            values = np.zeros((tiles, rows), np.int64)
-            accs = np.zeros((tiles, rows), np.int64)
-            for r, item in enumerate(items[-rows:]):
-                beat = layout.from_bits(item["payload"])
-                for t in range(tiles):
-                    values[t, r] = _signed(int(beat[t].value), 16)
-                    accs[t, r] = _signed(int(beat[t].acc), 32)
             for t in range(tiles):
                 board.compare(f"command {n} tile {t} results", want[t], values[t])
                 board.compare(f"command {n} tile {t} accumulators", want[tiles + t], accs[t])
-            c = prog.commands[n]
-            if c["kv"] and c["exp"]:
-                words = c["groups"] * c["beats"]
-                want_counts = (0, words * cfg.lanes) if c["gather"] else (words, 0)
-                board.compare(f"command {n} KV reads/gathers", want_counts, counters[-1])
+            if command["kv"] and command["exp"]:
+                words = command["groups"] * command["beats"]
+                want_counts = (0, words * cfg.lanes) if command["gather"] else (words, 0)
+                board.compare(f"command {n} KV reads/gathers", want_counts, counts)
         board.result()
         if p.get("out"):
             with open(p["out"], "w") as f:
@@ -214,36 +225,16 @@ async def program(dut):
     """Run ``params["commands"]`` with ``params["data"]`` and write every MAC command's results
     and each command's cycles to ``params["out"]`` (``memwall run rdxe``)."""
     p = tb_params()
-    cfg = RdxeConfig(**p["config"])
     tb = Testbench(dut, p)
-    clk = await start(dut)
-    cocotb.start_soon(tb._clock())
-    cmd = StreamSource(dut, "cmd", clk)
-    data = StreamSource(dut, "data_in", clk)
-    sink = StreamSink(dut, "result", clk)
-    cocotb.start_soon(sink.run())
-
-    async def feed():
-        for word in p["data"]:
-            await data.send(word)
-    cocotb.start_soon(feed())
-    layout, clayout = result_layout(cfg), command_layout(cfg)
+    clk, cmd, sink = await tb._start(p["data"])
     out, seen = [], 0
-    for command in p["commands"]:
-        began = tb.cycle
-        await cmd.send(pack_struct(clayout, **command))
-        await RisingEdge(clk)
-        while int(dut.busy.value) or int(dut.cmd__ready.value) == 0:
-            await RisingEdge(clk)
-        entry = {"cycles": tb.cycle - began, "values": [], "accs": []}
+    for n, command in enumerate(p["commands"]):
+        entry = {"cycles": await tb._issue(clk, cmd, command, n), "values": [], "accs": []}
         rows = command["rows"] if command["op"] == 3 else 0
         if rows:
-            items = await sink.wait_for(seen + rows)
+            values, accs = await tb._results(sink, seen, rows)
             seen += rows
-            beats = [layout.from_bits(item["payload"]) for item in items[-rows:]]
-            for t in range(cfg.gqa_group):
-                entry["values"].append([_signed(int(b[t].value), 16) for b in beats])
-                entry["accs"].append([_signed(int(b[t].acc), 32) for b in beats])
+            entry["values"], entry["accs"] = values.tolist(), accs.tolist()
         out.append(entry)
     with open(p["out"], "w") as f:
         json.dump(out, f)
