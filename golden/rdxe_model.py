@@ -106,7 +106,7 @@ def ring(stage_cycles, dxes: int, reqs) -> dict:
     ready_at = [a for a, _, _ in reqs]    # step at which its next token may enter
     done_at = [None] * n
     slots = [None] * dxes                 # (request, context) per DXE
-    step, cycles, work, t_now = 0, 0, 0, 0
+    step, work, t_now = 0, 0, 0
     finished = 0
     step_start = []                       # cycle at which each step starts
     while finished < n:
@@ -129,20 +129,16 @@ def ring(stage_cycles, dxes: int, reqs) -> dict:
                 # Prompt tokens follow each other; a generated token waits for this one.
                 ready_at[r] = step + 1 if ctx + 1 < p else None
                 break
-        times = [stage_cycles(ctx + 1) for r_ctx in slots if r_ctx for _, ctx in [r_ctx]]
+        times = [stage_cycles(slot[1] + 1) for slot in slots if slot is not None]
         step_start.append(t_now)
-        t_step = max(times) if times else 0
-        if not times:                     # idle: jump to the next arrival
-            t_step = 0
         work += sum(times)
-        t_now += t_step
-        cycles += t_step * dxes
+        t_now += max(times, default=0)    # an empty ring waits a step of no cycles
         step += 1
         if step > 10_000_000:
             raise RuntimeError("ring simulation does not finish")
     latency = [step_start[min(done_at[r], len(step_start) - 1)]
                - step_start[min(reqs[r][0], len(step_start) - 1)] for r in range(n)]
-    return {"utilisation": work / cycles if cycles else 0.0, "steps": step,
+    return {"utilisation": work / (t_now * dxes) if t_now else 0.0, "steps": step,
             "cycles": t_now, "latency_cycles": latency}
 
 

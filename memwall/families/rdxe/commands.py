@@ -7,7 +7,7 @@ import argparse
 
 import numpy as np
 
-from memwall.command import UsageError, output_path
+from memwall.command import UsageError, check_sim_cycles, output_path
 from memwall.family import Command
 from memwall.files import dumps_json, write_npz_atomic
 from memwall.inputs import ArraySpec, InputError, load_npz
@@ -97,7 +97,6 @@ def _save(out, args, quant, values, acc, cycles=None) -> None:
 
 
 def _statics(quant, mode: str):
-
     if hasattr(quant, "w_merged"):                         # rmsnorm_gemv
         return quant.fused_static if mode == "fused" else quant.seq_out_static
     return quant.out_static if mode == "fused" else quant.seq_out_static
@@ -141,8 +140,6 @@ def run_command(args, cfg) -> None:
         raise InputError(f"--inputs {args.inputs}: {exc} (config {cfg.name})") from None
     estimate = sum(command_cycles(cfg.vacs, cfg.lanes, c) or 0 for c in prog.commands) \
         + len(prog.data)
-    from memwall.command import check_sim_cycles
-
     check_sim_cycles(estimate, args.max_cycles, f"--inputs {args.inputs} ({args.op})")
     results = run_program(prog, sim=args.sim)
     values, acc = assemble(results)
