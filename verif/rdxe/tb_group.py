@@ -4,9 +4,10 @@ One seeded session on one tile group, every tile with its own operands and weigh
 KV cache shared over VLINK (GQA): GEMVs (rows not a multiple of the VACs, operands shorter than
 the VAC count), GEMV with RMSNorm fused and sequential, K/V write-back of ``tokens`` tokens,
 QK with max-on-writeback, P.V fused and sequential, in the iWuR layout and again in the
-baseline layout. Checked: every result and accumulator bit for bit; the KV cache images
-against :func:`memwall.golden.rdxe_layout.kv_image`; in iWuR every KV read beat reads a whole
-word (no gathers), in the baseline ``lanes`` one-byte gathers per word. With
+baseline layout (``params["modes"]``: the VRC modes, default both). Checked: every result and
+accumulator bit for bit; the KV cache images against
+:func:`memwall.golden.rdxe_layout.kv_image`; in iWuR every KV read beat reads a whole word (no
+gathers), in the baseline ``lanes`` one-byte gathers per word. With
 ``params["stall"]`` the streams stall at random (idle sources, back-pressure on results);
 without, every MAC and write-back command takes exactly the cycles of
 :func:`memwall.golden.rdxe_cycles.command_cycles`. Each command's cycles go to
@@ -37,9 +38,11 @@ def _signed(value: int, bits: int) -> int:
     return value - (1 << bits) if value >> (bits - 1) & 1 else value
 
 
-def build_session(cfg: RdxeConfig, seed: int, d: int, n: int, tokens: int, dh: int):
+def build_session(cfg: RdxeConfig, seed: int, d: int, n: int, tokens: int, dh: int,
+                  modes=golden.MODES):
     """The session's program and, per command, the expected results ``(values, accs)`` per
-    tile (None for commands without results), plus the KV images after each layout."""
+    tile (None for commands without results), plus the KV images after each layout. The
+    normalisations run in each of ``modes`` (the same operands whatever the modes)."""
     rng = np.random.default_rng(seed)
     tiles, lanes = cfg.gqa_group, cfg.lanes
     prog = Program(cfg)
@@ -72,7 +75,7 @@ def build_session(cfg: RdxeConfig, seed: int, d: int, n: int, tokens: int, dh: i
     eps_sum = int(rng.integers(0, 1 << 12))
     out_static = golden.static_factor(float(rng.uniform(0.05, 0.5)))
     norm_static = golden.static_factor(float(rng.uniform(0.05, 0.5)))
-    for mode in golden.MODES:
+    for mode in modes:
         prog.rmsnorm_gemv(n, d, a_x, 0, eps_sum, out_static, mode, a_g, norm_static)
         res = [golden.rmsnorm_gemv(x[t], w[t], eps_sum, out_static, mode, gain[t], norm_static)
                for t in range(tiles)]
@@ -99,7 +102,7 @@ def build_session(cfg: RdxeConfig, seed: int, d: int, n: int, tokens: int, dh: i
         prog.qk(tokens, dh, a_q, score_rc)
         sc = [golden.qk_scores(q[t], k, score_rc) for t in range(tiles)]
         note([s["z"] for s in sc] + [s["acc"] for s in sc])
-        for mode in golden.MODES:
+        for mode in modes:
             static = out_static if mode == "fused" else golden.static_factor(
                 float(out_static[0]) * 2.0 ** -out_static[1] / 127)
             prog.pv(tokens, dh, static, mode, layout)
@@ -176,7 +179,7 @@ class Testbench:
         dut, cfg = self.dut, self.cfg
         p = self.params
         prog, expect, images = build_session(cfg, p["seed"], p["d"], p["n"], p["tokens"],
-                                             p["dh"])
+                                             p["dh"], p.get("modes", golden.MODES))
         clk, cmd, sink = await self._start(prog.data)
         board = Scoreboard("rdxe_group", dut._log)
         tiles = cfg.gqa_group
