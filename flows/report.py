@@ -18,7 +18,8 @@ import numpy as np
 from .flow import BUILD_ROOT
 
 __all__ = ["collect", "write_report", "unit_group", "group_areas", "group_powers",
-           "linear_fit", "markdown_table", "timing_met", "fmax_mhz", "achieved_mhz"]
+           "linear_fit", "markdown_table", "timing_met", "fmax_mhz", "achieved_mhz",
+           "subtree_figures"]
 
 REPORTS = Path(__file__).resolve().parents[1] / "reports"
 
@@ -84,6 +85,25 @@ def group_areas(row: dict) -> dict[str, float]:
         group = unit_group(module, row["unit"])
         areas[group] = areas.get(group, 0.0) + entry["area_um2"]
     return areas
+
+
+def subtree_figures(row: dict, hierarchy: dict[str, dict[str, int]]) -> dict[str, dict]:
+    """Per instance of each module of a metrics row, with everything below it (``hierarchy``:
+    the generated design's manifest): ``area_um2`` (memory macros included), ``logic_mw`` and
+    ``memories_mw`` (the macros' power) at the row's clock under its power workload."""
+    from .synth import subtree_areas
+
+    modules = set(row["area_by_module"]) | set(hierarchy)
+    area = {m: row["area_by_module"].get(m, {}).get("own_um2", 0.0) for m in modules}
+    logic = {m: row.get("power_by_module", {}).get(m, {}).get("per_instance_mw", {})
+             .get("total", 0.0) for m in modules}
+    memories = dict.fromkeys(modules, 0.0)
+    for macro in row.get("macros", []):
+        memories[macro["module"]] += macro.get("power", {}).get("power_mw", 0.0)
+    sums = {name: subtree_areas(hierarchy, own)
+            for name, own in (("area_um2", area), ("logic_mw", logic),
+                              ("memories_mw", memories))}
+    return {m: {name: sums[name][m] for name in sums} for m in modules}
 
 
 def markdown_table(header: list[str], rows: list[list]) -> str:

@@ -364,3 +364,53 @@ def test_rdxe_report_is_current_and_what_its_generator_writes():
     stored = rdxe_report.load_results(folder)
     assert stored == json.loads(json.dumps(rdxe_report.results()))   # the model, re-run
     assert (folder / "README.md").read_text() == rdxe_report.readme(stored)
+
+
+def _vrc_metrics(sequential: bool) -> tuple[dict, dict]:
+    """A metrics row and manifest shaped like the flow's for one rDXE tile: a top, a tile with
+    a vector engine (with 2 exp lanes below it) and a sequencer."""
+    ve, dxt = f"vector_engine_lanes2_sequential{int(sequential)}", "dxt_ab12"
+    area = {"rdxe_group": (5.0, 0.0), dxt: (70.0 if sequential else 50.0, 30.0 if sequential
+                                            else 10.0),
+            ve: (12.0 if sequential else 8.0, 0.0), "exp2_float": (1.5, 0.0),
+            "dxt_sequencer_1": (4.0, 0.0)}
+    power = {"rdxe_group": 0.1, dxt: 2.0 if sequential else 1.5, ve: 0.4 if sequential else 0.3,
+             "exp2_float": 0.05, "dxt_sequencer_1": 0.2}
+    macros = [{"module": dxt, "memory": "abuf", "area_um2": 10.0, "instances": 1,
+               "power": {"power_mw": 1.0}}]
+    if sequential:
+        macros.append({"module": dxt, "memory": "fbuf", "area_um2": 20.0, "instances": 1,
+                       "power": {"power_mw": 0.7}})
+    row = {"area_by_module": {m: {"own_um2": a, "macro_um2": mac} for m, (a, mac) in area.items()},
+           "power_by_module": {m: {"per_instance_mw": {"total": p}} for m, p in power.items()},
+           "macros": macros, "clock_mhz": 200, "activity_runs": [{"cycles": 400 if sequential
+                                                                  else 300}]}
+    hierarchy = {"rdxe_group": {dxt: 1, "dxt_sequencer_1": 1}, dxt: {ve: 1},
+                 ve: {"exp2_float": 2}}
+    return row, {"hierarchy": hierarchy}
+
+
+def test_rdxe_vrc_rows_attribute_each_part():
+    """The VRC comparison's arithmetic on metrics of known values: the VE with its children,
+    the feature buffer's macro, the tile's own logic beyond the fused tile's (macros out)."""
+    from memwall.families.rdxe.synthesis import vrc_rows
+
+    rows = {r["part"].split(" (")[0]: r for r in vrc_rows(_vrc_metrics(False),
+                                                          _vrc_metrics(True))}
+    ve, fbuf, glue, total = (rows[k] for k in ("vector engine", "feature buffer", "tile glue",
+                                               "VRC hardware"))
+    assert (ve["fused_um2"], ve["seq_um2"]) == (11.0, 15.0)
+    assert (ve["fused_mw"], ve["seq_mw"]) == pytest.approx((0.4, 0.5))
+    assert (fbuf["fused_um2"], fbuf["seq_um2"], fbuf["seq_mw"]) == (0.0, 20.0, 0.7)
+    assert (glue["seq_um2"], glue["seq_mw"]) == (0.0, pytest.approx(0.5))   # 40 - 40 logic
+    assert (total["fused_um2"], total["seq_um2"]) == (11.0, 35.0)
+    assert total["seq_nj"] == pytest.approx((0.5 + 0.7 + 0.5) * 2.0)        # 400 cycles, 200 MHz
+    assert total["fused_nj"] == pytest.approx(0.4 * 1.5)
+
+
+def test_rdxe_synthesis_md_is_what_its_generator_writes():
+    from memwall.families.rdxe.synthesis import render
+
+    folder = ROOT / "reports" / "rdxe"
+    data = json.loads((folder / "synthesis.json").read_text())
+    assert (folder / "synthesis.md").read_text() == render(data)

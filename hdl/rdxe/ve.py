@@ -24,7 +24,7 @@ from memwall.golden import fixedpoint as fx
 from memwall.hdl.common.fixed import Exp2Float, NewtonRaphson, RcApply
 from memwall.hdl.common.netlist import unique_submodule
 
-__all__ = ["VectorEngine", "E_BITS", "ESUM_BITS"]
+__all__ = ["VectorEngine", "E_BITS", "ESUM_BITS", "NORM_BITS"]
 
 #: Bits of an exponential's integer value (``m << s`` <= 2**12).
 E_BITS = 7 + fx.EXP_SHIFT_MAX
@@ -32,6 +32,8 @@ E_BITS = 7 + fx.EXP_SHIFT_MAX
 ESUM_BITS = 32
 SQ_BITS = 32
 SCORE_BITS = 16
+#: Bits of a normalisation lane's operand (``x*g``, or ``e``) in the sequential baseline.
+NORM_BITS = 16
 
 
 class VectorEngine(wiring.Component):
@@ -95,7 +97,7 @@ class VectorEngine(wiring.Component):
             "z_max": Out(signed(SCORE_BITS)), "sum_sq": Out(SQ_BITS), "sum_e": Out(ESUM_BITS),
         }
         if sequential:
-            ports.update({"norm_a": In(16 * lanes), "norm_y": Out(8 * lanes)})
+            ports.update({"norm_a": In(NORM_BITS * lanes), "norm_y": Out(8 * lanes)})
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -167,9 +169,9 @@ class VectorEngine(wiring.Component):
         if self.sequential:
             outs = []
             for i in range(lanes):
-                norm = RcApply(16, 8, 8)
+                norm = RcApply(NORM_BITS, 8, 8)
                 unique_submodule(m, f"norm{i}", norm)
-                m.d.comb += [norm.acc.eq(self.norm_a[16 * i:16 * i + 16].as_signed()),
+                m.d.comb += [norm.acc.eq(self.norm_a.word_select(i, NORM_BITS).as_signed()),
                              norm.mant.eq(nr.mant), norm.shift.eq(nr.shift), norm.narrow.eq(1)]
                 outs.append(norm.y[:8])
             m.d.comb += self.norm_y.eq(Cat(*outs))

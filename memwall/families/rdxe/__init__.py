@@ -22,18 +22,23 @@ def _golden():
 
 
 def _power_workloads(cfg: RdxeConfig):
-    """The regression's session (every operation, both modes and layouts) on the config's own
-    group: its activity sets the power of every module."""
+    """The regression's session (every operation, both KV layouts) on the config's own group:
+    its activity sets the power of every module. The normalisations run in the one VRC mode
+    the config is for: sequential where it builds the sequential baseline, else fused, so
+    that a config pair differing only in ``sequential_baseline`` compares the two VRCs on the
+    same operands (``reports/rdxe/synthesis.md``)."""
     if cfg.max_head_dim < 16 or cfg.max_tokens < 16:
         return []
     params = {"config": dataclasses.asdict(cfg), "seed": 5, "d": 4 * cfg.lanes,
               "n": cfg.vacs + 2, "tokens": min(cfg.max_tokens, 13), "dh": cfg.max_head_dim,
-              "stall": 0.0}
+              "stall": 0.0,
+              "modes": ["sequential" if cfg.sequential_baseline else "fused"]}
     return [PowerWorkload(name=TOP_NAME, component=RdxeGroup(cfg),
                           testbench="memwall.verif.rdxe.tb_group", params=params,
                           testcase="session",
-                          description="rdxe session: GEMV, RMSNorm-GEMV, K/V write-back, QK, "
-                                      "P.V (fused and sequential, iWuR and baseline)")]
+                          description=f"rdxe session, VRC {params['modes'][0]}: GEMV, "
+                                      "RMSNorm-GEMV, K/V write-back, QK, P.V (iWuR and "
+                                      "baseline)")]
 
 
 def _write_reports(folder) -> None:
@@ -53,7 +58,7 @@ FAMILY = Family(
     commands=commands.COMMANDS,
     report_groups={"vac_": "vac", "vector_engine": "ve", "dxt_sequencer": "control",
                    "dxt_": "dxt"},
-    report_matrix={"asap7": ["rdxe_small"]},
+    report_matrix={"asap7": ["rdxe_small", "rdxe_paper_fused", "rdxe_paper"]},
     regression_configs=("rdxe_small",),
     write_reports=_write_reports,
 )
