@@ -1,0 +1,1 @@
+"""KVNAND: the in-flash plane logic (PE, BCH encoder) (paper: kvnand-in-flash-kv-cache)."""

@@ -1,0 +1,166 @@
+"""cocotb testbench of the KVNAND plane PE (:class:`memwall.hdl.kvnand.pe.Pe`) against
+:mod:`memwall.golden.kvnand_pe`.
+
+A seeded sequence of page commands in the config's format (:func:`make_cases`): GEMV pages of
+several shapes, LOGIT at every head count the config allows, and an ATTEND stream of two pages
+(the first clears, the second emits). BF16 operands include signed zeros, subnormals, values
+near overflow, infinities and NaNs; integer pages their extremes. Before each command the
+input-vector words and scales are written. Checked: every FP32 result bit for bit, in order;
+with ``params["stall"]`` the page source idles and the result sink back-pressures at random;
+without, each command takes exactly :func:`memwall.hdl.kvnand.program.command_cycles`.
+"""
+
+from __future__ import annotations
+
+import random
+
+import cocotb
+import numpy as np
+from cocotb.triggers import RisingEdge
+from memwall.golden import kvnand_pe as golden
+from memwall.hdl.kvnand.config import KvnandConfig
+from memwall.hdl.kvnand.pe import Pe, command_layout
+from memwall.hdl.kvnand.program import PageCommand, command_cycles, plan_page
+from memwall.verif.common.runner import tb_params
+from memwall.verif.common.streams import Scoreboard, StreamSink, StreamSource, pack_struct, start
+
+#: BF16 codes worth meeting: +-0, smallest subnormal, largest subnormal, near the top, inf, NaN.
+SPECIAL_BF16 = (0x0000, 0x8000, 0x0001, 0x007F, 0x7F7F, 0xFF00, 0x7F80, 0xFF80, 0x7FC1)
+
+
+def _bf16(rng, shape, special: float) -> np.ndarray:
+    """BF16 codes over 24 octaves either side of 1 (so that sums round and their order
+    shows), some special."""
+    v = rng.standard_normal(shape) * 2.0 ** rng.integers(-24, 24, shape)
+    bits = (v.astype(np.float32).view(np.uint32) >> 16).astype(np.int64)
+    pick = rng.random(shape) < special
+    return np.where(pick, rng.choice(SPECIAL_BF16, shape), bits)
+
+
+def _codes(rng, kind: str, shape, special: float) -> np.ndarray:
+    if kind == "bf16":
+        return _bf16(rng, shape, special)
+    lo, hi = (-128, 127) if kind == "int8" else (-8, 7)
+    out = rng.integers(lo, hi + 1, shape)
+    out.ravel()[: 2] = (lo, hi)
+    return out
+
+
+def _inputs(rng, cfg: KvnandConfig, shape, special: float) -> np.ndarray:
+    return _codes(rng, golden.input_kind(cfg.fmt), shape, special)
+
+
+def make_cases(cfg: KvnandConfig, rng: np.random.Generator, special: float = 0.03
+               ) -> list[PageCommand]:
+    n, cases = cfg.n_fmac, []
+
+    def scales(kind, count):
+        if kind == "bf16":
+            return None
+        return _bf16(rng, -(-count // cfg.group), 0.0)
+
+    kind = golden.page_kind(cfg.fmt, "gemv")
+    most = cfg.page_elements(kind)
+    # Special values in one case of each mode only: a NaN or inf input poisons every sum it
+    # meets, and the other cases must show the order of the sums.
+    for i, cols in enumerate(sorted({n, 2 * n, min(most, 8 * n)})):
+        rows = max(1, min(most // cols, 16))
+        sp = special if i == 0 else 0.0
+        codes = _codes(rng, kind, rows * cols, sp)
+        cases.append(plan_page(cfg, "gemv", codes, cols, _inputs(rng, cfg, cols, sp),
+                               scales(kind, rows * cols)))
+    kv = golden.page_kind(cfg.fmt, "logit")
+    heads = 1
+    while heads <= cfg.max_heads:
+        d = max(n, cfg.max_d // 2)
+        tokens = max(1, min(cfg.page_elements(kv) // d, 8))
+        sp = special if heads == 1 else 0.0
+        codes = _codes(rng, kv, tokens * d, sp)
+        cases.append(plan_page(cfg, "logit", codes, d, _inputs(rng, cfg, (heads, d), sp),
+                               scales(kv, tokens * d)))
+        heads *= 2
+    heads, d = cfg.max_heads, cfg.max_d
+    tokens = max(1, min(cfg.page_elements(kv) // d, 4))
+    acc = None
+    for page in range(2):
+        codes = _codes(rng, kv, tokens * d, special)
+        cmd = plan_page(cfg, "attend", codes, d, _inputs(rng, cfg, (tokens, heads), special),
+                        scales(kv, tokens * d), clear=page == 0, emit=page == 1, acc=acc)
+        acc = cmd.acc
+        cases.append(cmd)
+    return cases
+
+
+class Testbench:
+    def __init__(self, dut, params: dict):
+        self.dut = dut
+        self.cfg = KvnandConfig(**params["config"])
+        self.stall = float(params.get("stall", 0.0))
+        self.rng = random.Random(cocotb.RANDOM_SEED)
+        self.cycle = 0
+
+    async def _clock(self):
+        while True:
+            await RisingEdge(self.dut.clk)
+            self.cycle += 1
+
+    async def _write(self, clk, prefix: str, words: list[int]):
+        dut = self.dut
+        for addr, word in enumerate(words):
+            getattr(dut, f"{prefix}_we").value = 1
+            getattr(dut, f"{prefix}_addr").value = addr
+            getattr(dut, f"{prefix}_data").value = word
+            await RisingEdge(clk)
+        getattr(dut, f"{prefix}_we").value = 0
+
+    async def run(self):
+        dut, cfg = self.dut, self.cfg
+        clk = await start(dut)
+        cocotb.start_soon(self._clock())
+        cmd_src = StreamSource(dut, "cmd", clk)
+        pages = StreamSource(dut, "page", clk, idle_prob=self.stall, rng=self.rng)
+        sink = StreamSink(dut, "result", clk, ready_prob=1.0 - self.stall, rng=self.rng)
+        cocotb.start_soon(sink.run())
+        board = Scoreboard("kvnand_pe", dut._log)
+        cases = make_cases(cfg, np.random.default_rng(cocotb.RANDOM_SEED))
+        layout = command_layout(cfg)
+        pe = Pe(cfg)
+        seen = 0
+        for n, case in enumerate(cases):
+            await self._write(clk, "vec", case.vec)
+            if case.scales:
+                await self._write(clk, "scale", case.scales)
+
+            async def feed(beats=case.beats):
+                for beat in beats:
+                    await pages.send(beat)
+            cocotb.start_soon(feed())
+            await cmd_src.send(pack_struct(layout, **case.command))
+            began = self.cycle - 1                 # the edge that accepted the command
+            await RisingEdge(clk)
+            while not int(dut.cmd__ready.value):
+                await RisingEdge(clk)
+                assert self.cycle - began < 200_000, f"command {n} ({case.mode}) hangs"
+            took = self.cycle - began
+            c = case.command
+            dut._log.info("command %d %s units %d width %d heads %d emit %d: %d cycles", n,
+                          case.mode, c["units"], c["width"], 1 << c["heads_log2"], c["emit"],
+                          took)
+            if not self.stall:
+                want = command_cycles(cfg, case, pe.latency(case.mode, c["heads_log2"],
+                                                             bool(c["emit"])))
+                board.compare(f"command {n} ({case.mode}) cycles", want, took)
+            if case.expect is None:
+                continue
+            items = await sink.wait_for(seen + len(case.expect))
+            got = np.array([it["payload"] for it in items[seen:]], np.uint32)
+            seen += len(case.expect)
+            board.compare(f"command {n} ({case.mode}, heads "
+                          f"{1 << case.command['heads_log2']}) results",
+                          case.expect.astype(np.uint32), got)
+        board.result()
+
+
+@cocotb.test()
+async def pages(dut):
+    await Testbench(dut, tb_params()).run()
