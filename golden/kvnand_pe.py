@@ -23,7 +23,10 @@ scaled page as ``fp_mul(fp32(w), fp32(scale))``; an INT8 input as ``fp32(x)``. A
 ``fp_mul(a, b)`` in FP32: exact for every format here (significands of at most 7 + 8 and 8 bits
 from the operands: at most 23 bits) unless it leaves FP32's normal range, where it rounds as
 IEEE-754. Sums are FP32 ``fp_add`` (RNE, subnormals, canonical NaN: :mod:`memwall.golden.fparith`)
-in the fixed order below, so the PE equals this model bit for bit.
+in the fixed order below, so the PE equals this model bit for bit. Against float64 on the same
+FP32 elements, an output's error is at most ``gamma_k * sum |products|`` with ``gamma_k =
+k*u / (1 - k*u)``, ``u = 2**-24``, ``k`` the adds on its path: ``width / J + log2(J)`` for GEMV
+and LOGIT, the tokens for ATTEND (``tests/test_golden_kvnand_pe.py``; finite values).
 
 **Lanes.** ``n`` FMACs; a command with ``heads`` G (a power of two dividing ``n``) gives each of
 its ``J = n / G`` lane columns one page element a cycle, shared by the G lanes ``k = g*J + j``.
@@ -53,7 +56,7 @@ import numpy as np
 from .formats import FP32
 from .fparith import bf16_to_fp32, fp_add, fp_mul
 
-__all__ = ["FMTS", "MODES", "KINDS", "page_kind", "input_kind", "elem_bits", "pack_page",
+__all__ = ["FMTS", "MODES", "KINDS", "page_kind", "input_kind", "elem_bits", "scaled", "pack_page",
            "unpack_page", "page_fp32", "input_fp32", "tree", "gemv", "logit", "attend",
            "macs", "page_cycles"]
 
