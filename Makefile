@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 DEBIAN_TOOLS := iverilog:iverilog sta:opensta
 PYTEST_WORKERS ?= 2
 
-.PHONY: gen test lint bench clean setup synth report ranges depth
+.PHONY: gen test test-slow lint bench clean setup synth report ranges depth
 
 setup: $(STAMP)
 
@@ -46,7 +46,12 @@ report: $(STAMP)
 	$(BIN)/memwall report --run $(if $(WORKERS),--workers $(WORKERS)) $(if $(RAY),--ray $(RAY))
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -q tests
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -q -m "not slow" tests
+
+# The long checks `make test` leaves out (pytest marker `slow`): BCH decoding at 64 and 65
+# injected errors.
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -q -m slow tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check memwall hdl golden verif flows tests
