@@ -45,8 +45,9 @@ its ``J = n / G`` lane columns one page element a cycle, shared by the G lanes `
   starts them at ``+0``; one with ``emit`` streams ``o`` out afterwards, head by head, ``d``
   values each.
 
-**Cycles** (:func:`cycles`): a lane column takes one element a cycle, so a page command takes
-``elements / J = MACs / n`` cycles plus the pipeline's latency, and an emit ``G * d`` more.
+**Cycles** (:func:`page_cycles`, :func:`latency`): a lane column takes one element a cycle,
+so a page command takes ``elements / J = MACs / n`` cycles plus the pipeline's latency, and an
+emit ``G * d`` more. The design-space model's compute time per page is this count.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from .fparith import bf16_to_fp32, fp_add, fp_mul
 
 __all__ = ["FMTS", "MODES", "KINDS", "page_kind", "input_kind", "elem_bits", "scaled", "pack_page",
            "unpack_page", "page_fp32", "input_fp32", "tree", "gemv", "logit", "attend",
-           "macs", "page_cycles"]
+           "macs", "latency", "page_cycles"]
 
 FMTS = ("bf16", "w8a8", "w4a16")
 MODES = ("gemv", "logit", "attend")
@@ -229,6 +230,24 @@ def macs(mode: str, units: int, width: int, heads: int = 1) -> int:
     """MACs of a page command: ``units`` rows or tokens of ``width`` elements, ``heads`` G."""
     _check("mode", mode, MODES)
     return units * width * (1 if mode == "gemv" else heads)
+
+
+def latency(n: int, mul_stages: int, scaled: bool, mode: str, heads: int = 1,
+            emit: bool = False) -> int:
+    """Cycles of a PE command beyond its steps (and an ATTEND's emitted outputs) when beats
+    and results never wait, from the edge that accepts it to the one that accepts the next
+    (``hdl/kvnand/pe.py``; the cocotb test checks the RTL against it): the command register,
+    the pipeline to the accumulator add (R1, the dequantiser's ``mul_stages`` and R2 when the
+    format is ``scaled``, the multiplier's, R3), then for GEMV and LOGIT the tree down to a
+    head's ``J`` lanes and the G outputs, for ATTEND the emit read's turnaround; 3 more to see
+    the pipeline empty and return to idle."""
+    _check("mode", mode, MODES)
+    _power_of_two("n", n)
+    _power_of_two("heads", heads)
+    to_add = (mul_stages + 1 if scaled else 0) + mul_stages + 1
+    if mode == "attend":
+        return to_add + 4 + (2 if emit else 0)
+    return to_add + 5 + (n // heads).bit_length() - 1 + heads
 
 
 def page_cycles(mode: str, units: int, width: int, heads: int, n: int, latency: int,

@@ -27,6 +27,7 @@ from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, ceil_log2, exact_log2
 from memwall.golden.kvnand_pe import KINDS, input_kind, page_kind
+from memwall.golden.kvnand_pe import latency as golden_latency
 from memwall.hdl.common.fixed import leading_one
 from memwall.hdl.common.fp import FpAdd, FpMul
 from memwall.hdl.common.netlist import unique_submodule
@@ -109,14 +110,9 @@ class Pe(wiring.Component):
         return (ms + 1 if self.scaled else 0) + ms + 1
 
     def latency(self, mode: str, heads_log2: int = 0, emit: bool = False) -> int:
-        """Cycles of a command beyond its steps (and an ATTEND's emitted outputs) when beats
-        and the result stream never wait, counted from the edge that accepts it to the one
-        that accepts the next: the command register (1), the pipeline to R3, then for GEMV and
-        LOGIT the tree to the head's level and the serialiser's G pushes, for ATTEND the emit
-        read's turnaround; 3 more to see the pipeline empty and return to IDLE."""
-        if mode == "attend":
-            return self._r3() + 4 + (2 if emit else 0)
-        return self._r3() + 5 + exact_log2(self.n) - heads_log2 + (1 << heads_log2)
+        """Cycles of a command beyond its steps: :func:`memwall.golden.kvnand_pe.latency`."""
+        return golden_latency(self.n, self.cfg.mul_stages, self.scaled, mode, 1 << heads_log2,
+                              emit)
 
     # -- datapath -------------------------------------------------------------------------------
     def elaborate(self, platform):
