@@ -479,6 +479,13 @@ def headline(p: Params = DEFAULT, models=tuple(MODELS), contexts=CONTEXTS) -> di
     return out
 
 
+def geomean_speedup_vs_base1(contexts=(128, 1024, 10240), p: Params = DEFAULT) -> dict:
+    """Context (a string: ``memwall model kvnand --json``'s key) -> the geomean over the
+    models where Base-1 fits of the best KVNAND's speedup over Base-1 (BF16, 16 dies)."""
+    h = headline(p, contexts=tuple(contexts))
+    return {str(c): h["geomean_vs_base1"][c]["kvnand"] for c in contexts}
+
+
 def energy(p: Params = DEFAULT) -> dict:
     """Fig. 16: the latency-best KVNAND's energy over Base-1 (10K, 30K) and Base-2 (100K)."""
     out = {}

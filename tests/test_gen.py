@@ -359,10 +359,11 @@ def test_lint_every_module_of_dplena2048(out2048, tmp_path):
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("config", ["pim_small", "pim_paper", "rdxe_small", "rdxe_paper"])
+@pytest.mark.parametrize("config", ["pim_small", "pim_paper", "rdxe_small", "rdxe_paper",
+                                    "kvnand_small", "kvnand_paper"])
 def test_lint_every_module_of_family(config, tmp_path):
-    """The eDRAM PIM controller and PU, and rDXE's tile group, each module once, at the
-    regression and paper sizes."""
+    """The eDRAM PIM controller and PU, rDXE's tile group and KVNAND's plane, each module
+    once, at the regression and paper sizes."""
     setup_verilator()
     out = generate(load_config(config), tmp_path / "out")
     manifest = json.loads((out / "manifest.json").read_text())

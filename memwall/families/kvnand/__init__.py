@@ -1,0 +1,57 @@
+"""KVNAND: the in-flash plane PE, the BCH(9088,8192) encoder and the design-space model of a KV
+cache in flash (paper: kvnand-in-flash-kv-cache)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from memwall.family import Family, PowerWorkload
+from memwall.hdl.kvnand.config import KvnandConfig
+from memwall.hdl.kvnand.core import build_top
+
+from . import commands
+
+__all__ = ["FAMILY"]
+
+
+def _golden():
+    from memwall.golden import bch, kvnand_pe
+
+    return {"bch_encode": bch.encode, "pe_gemv": kvnand_pe.gemv, "pe_logit": kvnand_pe.logit,
+            "pe_attend": kvnand_pe.attend}
+
+
+def _power_workloads(cfg: KvnandConfig):
+    """The PE's page commands of the regression (every mode and head count of the config's
+    format) and a stream of codewords through the BCH encoder: each sets its unit's activity."""
+    from memwall.hdl.kvnand.bch import BchEncoder
+    from memwall.hdl.kvnand.pe import Pe
+
+    enc = BchEncoder(cfg.bch_bits)
+    return [
+        PowerWorkload(name="kvnand_pe", component=Pe(cfg), testbench="memwall.verif.kvnand.tb_pe",
+                      params={"config": dataclasses.asdict(cfg), "stall": 0.0},
+                      testcase="pages",
+                      description="kvnand PE: GEMV, LOGIT at every head count, an ATTEND "
+                                  "stream, seeded operands"),
+        PowerWorkload(name=f"kvnand_bch_p{cfg.bch_bits}", component=enc,
+                      testbench="memwall.verif.kvnand.tb_bch",
+                      params={**enc.params, "messages": ["random", "random", "single"]},
+                      testcase="streaming",
+                      description="BCH encoder: codewords back to back, seeded messages"),
+    ]
+
+
+FAMILY = Family(
+    name="kvnand",
+    summary="KVNAND: in-flash plane PE (GEMV, LOGIT, ATTEND), BCH(9088,8192) encoder, "
+            "design-space model of a KV cache in flash",
+    config_class=KvnandConfig,
+    build_top=build_top,
+    golden=_golden(),
+    power_workloads=_power_workloads,
+    commands=commands.COMMANDS,
+    report_groups={"pe_": "pe", "fp_": "pe", "bch_encoder": "ecc"},
+    report_matrix={"asap7": ["kvnand_small", "kvnand_paper"]},
+    regression_configs=("kvnand_small",),
+)

@@ -1,0 +1,220 @@
+"""``memwall golden|run|model kvnand``: BCH encoding of message bits and the plane PE on a page
+image, through the golden models or the generated RTL; the design-space model."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from memwall.command import UsageError, check_sim_cycles, output_path
+from memwall.family import Command
+from memwall.files import dumps_json, write_npz_atomic
+from memwall.inputs import ArraySpec, InputError, load_npz
+
+__all__ = ["COMMANDS", "load_bch_inputs", "load_pe_inputs"]
+
+OPS = ("bch", "pe")
+_INTS = tuple(np.dtype(t) for t in ("uint8", "int8", "int16", "int32", "int64", "bool"))
+_FLOATS = tuple(np.dtype(t) for t in ("float16", "float32", "float64"))
+_LIMIT = 1 << 16
+_INPUT_NAME = {"gemv": "x", "logit": "q", "attend": "p"}
+#: Per mode: the input vector's largest shape and how messages name it.
+_INPUT_SHAPE = {"gemv": ((_LIMIT,), "(cols,)"), "logit": ((_LIMIT, _LIMIT), "(heads, d)"),
+                "attend": ((_LIMIT, _LIMIT), "(tokens, heads)")}
+
+
+def _data_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--op", required=True, choices=OPS,
+                        help="bch: message (N, 8192) of 0/1 -> codeword (N, 9088), message "
+                             "then parity; pe: a page image and an input vector -> FP32 results")
+    parser.add_argument("--inputs", required=True, help="input .npz")
+    parser.add_argument("--out", required=True,
+                        help="output .npz: codeword (bch) or y and y_bits (pe); cycles for run")
+    parser.add_argument("--mode", choices=("gemv", "logit", "attend"), default="gemv",
+                        help="pe: gemv (page rows x x), logit (K tokens x q heads) or attend "
+                             "(p-weighted sum of V tokens)")
+    parser.add_argument("--width", type=int, default=None,
+                        help="pe: elements of a page row (gemv cols) or token (d); required "
+                             "for --op pe")
+    parser.add_argument("--units", type=int, default=None,
+                        help="pe: rows or tokens of the page to use (default: all it holds)")
+
+
+# --- inputs -----------------------------------------------------------------------------------
+
+def load_bch_inputs(path) -> np.ndarray:
+    """``message`` (N, 8192) of 0/1 from an ``.npz``."""
+    from memwall.golden import bch
+
+    arrays = load_npz(path, {"message": ArraySpec(_INTS, (_LIMIT, _LIMIT),
+                                                  f"(N, {bch.K}) uint8 of 0/1")},
+                      what="--inputs")
+    msg = arrays["message"]
+    if msg.ndim == 1:
+        msg = msg[None, :]
+    if msg.shape[1] != bch.K or msg.shape[0] == 0:
+        raise InputError(f"--inputs {path}: message has shape {msg.shape}; (N, {bch.K}) with "
+                         "N >= 1 is allowed (8192 message bits a row)")
+    bad = np.argwhere((msg != 0) & (msg != 1))
+    if bad.size:
+        r, c = bad[0]
+        raise InputError(f"--inputs {path}: message[{r}, {c}] = {msg[r, c]}; bits must be 0 "
+                         "or 1")
+    return msg.astype(np.uint8)
+
+
+def _bf16_codes(name: str, a: np.ndarray, path) -> np.ndarray:
+    import ml_dtypes
+
+    if a.dtype not in _FLOATS:
+        raise InputError(f"--inputs {path}: {name} is {a.dtype}; float values (rounded to "
+                         "BF16) are allowed")
+    if not np.all(np.isfinite(a)):
+        raise InputError(f"--inputs {path}: {name} holds NaN or infinite values; finite "
+                         "numbers are allowed")
+    return np.asarray(a, np.float32).astype(ml_dtypes.bfloat16).view(np.uint16).astype(np.int64)
+
+
+def _int8_codes(name: str, a: np.ndarray, path) -> np.ndarray:
+    if a.dtype not in _INTS or a.dtype == np.bool_:
+        raise InputError(f"--inputs {path}: {name} is {a.dtype}; integers in -128..127 are "
+                         "allowed (W8A8 activations)")
+    bad = np.argwhere((a < -128) | (a > 127))
+    if bad.size:
+        raise InputError(f"--inputs {path}: {name}{list(bad[0])} = {a[tuple(bad[0])]}; "
+                         "integers in -128..127 are allowed")
+    return a.astype(np.int64)
+
+
+def load_pe_inputs(cfg, args) -> dict:
+    """The page image's element codes, the input vector's codes and the scales of a ``pe``
+    run, checked against the config and the mode."""
+    from memwall.golden import kvnand_pe as pe
+
+    mode, path = args.mode, args.inputs
+    name = _INPUT_NAME[mode]
+    kind, in_kind = pe.page_kind(cfg.fmt, mode), pe.input_kind(cfg.fmt)
+    specs = {"page": ArraySpec((np.dtype("uint8"),), (cfg.page_bytes,),
+                               f"({cfg.page_bytes},) uint8 page image"),
+             name: ArraySpec(_FLOATS + _INTS, _INPUT_SHAPE[mode][0],
+                             f"{_INPUT_SHAPE[mode][1]} of {in_kind} values")}
+    if pe.scaled(kind):
+        specs["scales"] = ArraySpec(_FLOATS, (_LIMIT,), "(groups,) float scales")
+    arrays = load_npz(path, specs, what="--inputs")
+    page = arrays["page"]
+    if page.shape != (cfg.page_bytes,):
+        raise InputError(f"--inputs {path}: page has shape {page.shape}; ({cfg.page_bytes},) "
+                         f"bytes (config {cfg.name}) are allowed")
+    if args.width is None or args.width < 1:
+        raise UsageError("--width: required for --op pe, a positive number of elements (gemv "
+                         "cols, logit/attend d)")
+    most = cfg.page_elements(kind) // args.width
+    units = most if args.units is None else args.units
+    if not 1 <= units <= most:
+        raise UsageError(f"--units {units}: 1..{most} rows or tokens of --width {args.width} "
+                         f"fit a {kind} page of {cfg.page_bytes} bytes")
+    codes = pe.unpack_page(page, kind, units * args.width)
+    convert = _int8_codes if in_kind == "int8" else _bf16_codes
+    vec = convert(name, arrays[name], path)
+    scales = None
+    if pe.scaled(kind):
+        scales = _bf16_codes("scales", arrays["scales"], path)
+    return {"codes": codes, "inputs": vec, "scales": scales, "units": units}
+
+
+def _plan(cfg, args):
+    from memwall.hdl.kvnand.program import ShapeError, plan_page
+
+    data = load_pe_inputs(cfg, args)
+    try:
+        return plan_page(cfg, args.mode, data["codes"], args.width, data["inputs"],
+                         data["scales"])
+    except ShapeError as exc:
+        raise InputError(f"--inputs {args.inputs}: {exc} (config {cfg.name})") from None
+
+
+def _pe_arrays(cmd, mode: str, units: int) -> dict:
+    bits = np.asarray(cmd.expect, np.uint32)
+    heads = 1 << cmd.command["heads_log2"]
+    shape = {"gemv": (units,), "logit": (units, heads),
+             "attend": (heads, cmd.command["width"])}[mode]
+    return {"y": bits.view(np.float32).reshape(shape), "y_bits": bits.reshape(shape)}
+
+
+# --- commands ---------------------------------------------------------------------------------
+
+def golden_command(args, cfg) -> None:
+    from memwall.golden import bch
+
+    out = output_path(args.out)
+    if args.op == "bch":
+        write_npz_atomic(out, {"codeword": bch.encode(load_bch_inputs(args.inputs))})
+        print(f"memwall: wrote {out} (BCH(9088,8192) codewords, golden)")
+        return
+    cmd = _plan(cfg, args)
+    write_npz_atomic(out, _pe_arrays(cmd, args.mode, cmd.command["units"]))
+    print(f"memwall: wrote {out} (pe {args.mode}, golden)")
+
+
+def run_command(args, cfg) -> None:
+    from memwall.golden import bch
+    from memwall.verif.kvnand.run import run_bch, run_pages
+
+    out = output_path(args.out)
+    if args.op == "bch":
+        messages = load_bch_inputs(args.inputs)
+        check_sim_cycles(len(messages) * bch.N / cfg.bch_bits, args.max_cycles,
+                         f"--inputs {args.inputs} (bch)")
+        codewords, cycles = run_bch(cfg, messages, sim=args.sim)
+        write_npz_atomic(out, {"codeword": codewords, "cycles": np.int64(cycles)})
+        print(f"memwall: wrote {out} (BCH codewords from the RTL, {cycles} cycles)")
+        return
+    cmd = _plan(cfg, args)
+    check_sim_cycles(len(cmd.beats) * cfg.n_fmac + 10 * len(cmd.vec), args.max_cycles,
+                     f"--inputs {args.inputs} (pe)")
+    result = run_pages(cfg, [cmd], sim=args.sim)[0]
+    arrays = _pe_arrays(cmd, args.mode, cmd.command["units"])
+    got = np.asarray(result["results"], np.uint32).reshape(arrays["y_bits"].shape)
+    arrays = {"y": got.view(np.float32), "y_bits": got, "cycles": np.int64(result["cycles"])}
+    write_npz_atomic(out, arrays)
+    print(f"memwall: wrote {out} (pe {args.mode} on the RTL, {result['cycles']} cycles)")
+
+
+def _model_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def model_result() -> dict:
+    """The design-space model's figures, with ``geomean_speedup_vs_base1``: context ("128",
+    "1024", "10240") -> the geomean over the five models of the best KVNAND design against
+    Base-1."""
+    from memwall.golden import kvnand_model
+
+    result = kvnand_model.evaluate()
+    result["geomean_speedup_vs_base1"] = kvnand_model.geomean_speedup_vs_base1(
+        (128, 1024, 10240))
+    return result
+
+
+def model_command(args, cfg) -> None:
+    result = model_result()
+    if args.json:
+        print(dumps_json(result))
+        return
+    head = result["headline"]
+    print("KVNAND design-space model (memwall model kvnand --json for every figure)")
+    for ctx, value in result["geomean_speedup_vs_base1"].items():
+        print(f"  geomean speedup of the best KVNAND over Base-1 at {ctx} tokens: {value:.2f}x")
+    for model, value in head["d_over_base2_100k"].items():
+        print(f"  KVNAND-D over Base-2 at 100K, {model}: {value:.2f}x")
+
+
+COMMANDS = {
+    "golden": Command("BCH codewords of message bits, or the plane PE on a page image, through "
+                      "the golden models", _data_arguments, golden_command),
+    "run": Command("the same through the generated RTL, in simulation", _data_arguments,
+                   run_command),
+    "model": Command("design-space model: Base-1, Base-2, KVNAND-D (every split), KVNAND-C; "
+                     "latency, energy, OOM, ablations, cost", _model_arguments, model_command),
+}
