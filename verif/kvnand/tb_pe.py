@@ -193,3 +193,47 @@ async def program(dut):
         out.append({"cycles": took, "results": got.tolist()})
     with open(p["out"], "w") as f:
         json.dump(out, f)
+
+
+def full_pages(cfg: KvnandConfig, rng: np.random.Generator) -> list[PageCommand]:
+    """One whole BF16 page per mode at the config's largest head group: GEMV rows of
+    ``max_d`` columns, LOGIT and ATTEND tokens of ``max_d`` (the paper's balance cases)."""
+    d, heads = cfg.max_d, cfg.max_heads
+    kind = golden.page_kind(cfg.fmt, "logit")
+    tokens = cfg.page_elements(kind) // d
+    cases = []
+    if golden.page_kind(cfg.fmt, "gemv") == "bf16":
+        cases.append(plan_page(cfg, "gemv", _bf16(rng, tokens * d, 0), d,
+                               _inputs(rng, cfg, d, 0)))
+    cases.append(plan_page(cfg, "logit", _bf16(rng, tokens * d, 0), d,
+                           _inputs(rng, cfg, (heads, d), 0)))
+    cases.append(plan_page(cfg, "attend", _bf16(rng, tokens * d, 0), d,
+                           _inputs(rng, cfg, (tokens, heads), 0), emit=False))
+    return cases
+
+
+@cocotb.test()
+async def balance(dut):
+    """Whole pages (:func:`full_pages`): results bit-exact, cycles equal to the golden count;
+    each command's cycles go to ``params["out"]`` for the balance against tR."""
+    p = tb_params()
+    tb = Testbench(dut, p)
+    await tb._start()
+    board = Scoreboard("kvnand_pe balance", dut._log)
+    pe, out = Pe(tb.cfg), []
+    for n, case in enumerate(full_pages(tb.cfg, np.random.default_rng(cocotb.RANDOM_SEED))):
+        c = case.command
+        outputs = 0 if case.expect is None else len(case.expect)
+        took, got = await tb._command(n, case.mode, c, case.beats, case.vec, case.scales,
+                                      outputs)
+        want = command_cycles(tb.cfg, case, pe.latency(case.mode, c["heads_log2"],
+                                                        bool(c["emit"])))
+        board.compare(f"{case.mode} page cycles", want, took)
+        if outputs:
+            board.compare(f"{case.mode} page results", case.expect.astype(np.uint32), got)
+        out.append({"mode": case.mode, "heads": 1 << c["heads_log2"], "cycles": took,
+                    "macs": c["units"] * c["width"] * (1 if case.mode == "gemv"
+                                                       else 1 << c["heads_log2"])})
+    board.result()
+    with open(p["out"], "w") as f:
+        json.dump(out, f)
