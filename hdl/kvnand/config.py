@@ -1,7 +1,8 @@
 """KVNAND configuration (paper: kvnand-in-flash-kv-cache).
 
-One plane's logic: the PE (``n_fmac`` FMACs on the page register, :mod:`.pe`) and the BCH
-encoder that protects KV pages before they are programmed (:mod:`.bch`). The number formats and
+One plane's logic: the PE (``n_fmac`` FMACs on the page register, :mod:`.pe`), the KV
+write-combine buffer (:mod:`.kvbuf`) and the BCH encoder that protects KV pages before they are
+programmed (:mod:`.bch`). The number formats and
 the PE's arithmetic are the contract of :mod:`memwall.golden.kvnand_pe`; the flash and system
 parameters the design-space model uses are :mod:`memwall.golden.kvnand_model`'s.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from memwall.golden.kvnand_kvbuf import MAPPINGS, POLICIES
 from memwall.golden.kvnand_pe import FMTS, KINDS, MODES, page_kind
 
 from memwall.config import (
@@ -51,6 +53,20 @@ class KvnandConfig(UnitConfig):
                            "input-vector memory words (n_fmac lanes of 16 bits)")
     mul_stages: int = field(1, int_range(0, 3), "pipeline stages of each FP32 multiplier")
     bch_bits: int = field(64, one_of(*BCH_WIDTHS), "BCH encoder bits per cycle")
+    kv_buffer_bytes: int = field(8192, power_of_two(64, 1 << 20),
+                                 "KV write-combine buffer bytes (whole pages: open page slots)")
+    kv_slice_bytes: int = field(256, power_of_two(1, 1 << 14),
+                                "bytes of one token's K or V slice of a stream (a head: 128 "
+                                "BF16 values)")
+    kv_word_bytes: int = field(16, power_of_two(1, 256), "KV buffer stream bytes a beat")
+    kv_stream_bits: int = field(11, int_range(1, 24),
+                                "bits of a KV stream id (layer, head group, K or V)")
+    kv_mapping: str = field("page", one_of(*MAPPINGS),
+                            "page: one open page per stream (page-level mapping); naive: "
+                            "generation order, pages mix streams")
+    kv_policy: str = field("fullest", one_of(*POLICIES),
+                           "slot to program early when a stream has none: the fullest, or "
+                           "the least recently written")
     clock_mhz: float = field(400.0, number_range(0.001, 10000), "clock, MHz")
 
     def __post_init__(self):
@@ -60,6 +76,13 @@ class KvnandConfig(UnitConfig):
         if self.max_d < self.n_fmac:
             raise ConfigError(f"max_d: {self.max_d} — at least n_fmac ({self.n_fmac}): a "
                               "LOGIT token's heads leave the PE one a cycle")
+        if self.kv_buffer_bytes < self.page_bytes:
+            raise ConfigError(f"kv_buffer_bytes: {self.kv_buffer_bytes} — at least a page "
+                              f"({self.page_bytes})")
+        if self.kv_slice_bytes > self.page_bytes or self.kv_word_bytes > self.kv_slice_bytes:
+            raise ConfigError(f"kv_slice_bytes: {self.kv_slice_bytes}, kv_word_bytes: "
+                              f"{self.kv_word_bytes} — a word within a slice within a page "
+                              f"({self.page_bytes})")
         if any(page_kind(self.fmt, mode) != "bf16" for mode in MODES):
             if self.group < self.n_fmac:
                 raise ConfigError(f"group: {self.group} — at least n_fmac ({self.n_fmac}): "
@@ -68,6 +91,11 @@ class KvnandConfig(UnitConfig):
                 raise ConfigError(f"group: {self.group} — more elements than a page holds")
 
     # -- derived values --------------------------------------------------------------------------
+    @property
+    def kv_slots(self) -> int:
+        """Open pages the KV write-combine buffer holds."""
+        return self.kv_buffer_bytes // self.page_bytes
+
     @property
     def beat_bits(self) -> int:
         """Bits of a page-stream beat: ``n_fmac`` BF16 elements (more of a narrower kind)."""

@@ -1,6 +1,7 @@
-"""The KVNAND plane's logic die top (``kvnand_plane``): the PE on the page register and the BCH
-encoder that protects KV pages before they are programmed, side by side with their own ports
-(``pe_*`` and ``bch_*``)."""
+"""The KVNAND plane's logic die top (``kvnand_plane``): the PE on the page register, the KV
+write-combine buffer (the paper's per-plane KV buffer, KVNAND-C) and the BCH encoder that
+protects KV pages before they are programmed, side by side with their own ports (``pe_*``,
+``kv_*`` and ``bch_*``)."""
 
 from __future__ import annotations
 
@@ -10,31 +11,33 @@ from memwall.hdl.common.netlist import unique_submodule
 
 from .bch import BchEncoder
 from .config import KvnandConfig
+from .kvbuf import KvWriteBuffer
 from .pe import Pe
 
-__all__ = ["KvnandPlane", "TOP_NAME", "build_top"]
+__all__ = ["KvnandPlane", "TOP_NAME", "build_top", "kv_buffer"]
 
 TOP_NAME = "kvnand_plane"
 
 
 class KvnandPlane(wiring.Component):
-    """The PE's ports (:class:`~.pe.Pe`) prefixed ``pe_``, the encoder's (``i``, ``o``:
-    :class:`~.bch.BchEncoder`) prefixed ``bch_``."""
+    """The PE's ports (:class:`~.pe.Pe`) prefixed ``pe_``, the KV buffer's
+    (:class:`~.kvbuf.KvWriteBuffer`) ``kv_``, the encoder's (:class:`~.bch.BchEncoder`)
+    ``bch_``."""
 
     def __init__(self, cfg: KvnandConfig):
         self.cfg = cfg
-        self._pe, self._bch = Pe(cfg), BchEncoder(cfg.bch_bits)
-        super().__init__({f"{prefix}{name}": member
-                          for prefix, sub in (("pe_", self._pe), ("bch_", self._bch))
+        self._parts = (("pe", Pe(cfg)),
+                       ("kv", kv_buffer(cfg)),
+                       ("bch", BchEncoder(cfg.bch_bits)))
+        super().__init__({f"{prefix}_{name}": member for prefix, sub in self._parts
                           for name, member in sub.signature.members.items()})
 
     def elaborate(self, platform):
         m = Module()
-        unique_submodule(m, "pe", self._pe)
-        unique_submodule(m, "bch", self._bch)
-        for prefix, sub in (("pe_", self._pe), ("bch_", self._bch)):
+        for prefix, sub in self._parts:
+            unique_submodule(m, prefix, sub)
             for name, member in sub.signature.members.items():
-                outer, inner = getattr(self, prefix + name), getattr(sub, name)
+                outer, inner = getattr(self, f"{prefix}_{name}"), getattr(sub, name)
                 if member.is_signature:
                     wiring.connect(m, wiring.flipped(outer), inner)
                 elif member.flow == wiring.In:
@@ -42,6 +45,12 @@ class KvnandPlane(wiring.Component):
                 else:
                     m.d.comb += outer.eq(inner)
         return m
+
+
+def kv_buffer(cfg: KvnandConfig) -> KvWriteBuffer:
+    """The config's KV write-combine buffer."""
+    return KvWriteBuffer(cfg.kv_slots, cfg.page_bytes, cfg.kv_slice_bytes, cfg.kv_stream_bits,
+                         cfg.kv_word_bytes, cfg.kv_mapping, cfg.kv_policy)
 
 
 def build_top(cfg: KvnandConfig):
