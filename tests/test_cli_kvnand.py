@@ -140,3 +140,13 @@ def test_model_kvnand_json(capsys):
     assert set(geo) == {"128", "1024", "10240"} and all(v > 1 for v in geo.values())
     assert main(["model", "kvnand", "--config", "kvnand_paper"]) == 0
     assert "geomean speedup" in capsys.readouterr().out
+
+
+def test_model_kvnand_sweep(capsys):
+    """The design-space sweep through the sweep runner (local processes)."""
+    assert main(["model", "kvnand", "--config", "kvnand_paper", "--sweep", "--workers", "2",
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["backend"] and set(result["best"]) == set(result["grid"]["buffer_readings"])
+    assert main(["model", "kvnand", "--config", "kvnand_paper", "--ray", "local"]) == 2
+    assert "--sweep" in capsys.readouterr().err

@@ -7,7 +7,7 @@ import argparse
 
 import numpy as np
 
-from memwall.command import UsageError, check_sim_cycles, output_path
+from memwall.command import UsageError, check_sim_cycles, jobs_int, output_path
 from memwall.family import Command
 from memwall.files import dumps_json, write_npz_atomic
 from memwall.inputs import ArraySpec, InputError, load_npz
@@ -183,6 +183,14 @@ def run_command(args, cfg) -> None:
 
 def _model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--sweep", action="store_true",
+                        help="run the design-space sweep (models x contexts x formats x die "
+                             "splits x KV buffer readings) through the sweep runner instead")
+    parser.add_argument("--workers", type=jobs_int, default=None,
+                        help="--sweep: local worker processes (default: the CPUs)")
+    parser.add_argument("--ray", default=None, metavar="ADDRESS",
+                        help="--sweep: run the jobs as Ray tasks (local, auto or host:port; "
+                             "the ray extra)")
 
 
 def model_result() -> dict:
@@ -198,6 +206,22 @@ def model_result() -> dict:
 
 
 def model_command(args, cfg) -> None:
+    if args.sweep:
+        from .dse import sweep_command_result
+
+        result = sweep_command_result(args.ray, args.workers)
+        if args.json:
+            print(dumps_json(result))
+            return
+        print(f"KVNAND design-space sweep ({result['backend']}): the best configuration per "
+              "context")
+        for reading, cases in result["best"].items():
+            for case, best in cases.items():
+                print(f"  {reading:>18} {case:<22} " + ", ".join(f"{ctx}: {b}" for ctx, b in
+                                                             best.items()))
+        return
+    if args.ray or args.workers:
+        raise UsageError("--ray and --workers go with --sweep")
     result = model_result()
     if args.json:
         print(dumps_json(result))
