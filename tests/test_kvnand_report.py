@@ -102,3 +102,13 @@ def test_dse_default_grid_is_fig15():
 def test_dse_grid_is_checked(bad, match):
     with pytest.raises(ValueError, match=match):
         kvnand_dse.dse_jobs(**bad)
+
+
+def test_synthesis_md_is_what_its_generator_writes():
+    from memwall.families.kvnand.synthesis import render
+
+    folder = Path(__file__).resolve().parents[1] / "reports" / "kvnand"
+    data = json.loads((folder / "synthesis.json").read_text())
+    assert (folder / "synthesis.md").read_text() == render(data)
+    paper = next(c for c in data["configs"] if c["config"] == "kvnand_paper")
+    assert paper["bch_gbps"] == paper["bch_bits"] * paper["clock_mhz"] / 1e3
