@@ -19,7 +19,7 @@ from .flow import BUILD_ROOT
 
 __all__ = ["collect", "write_report", "unit_group", "group_areas", "group_powers",
            "linear_fit", "markdown_table", "timing_met", "fmax_mhz", "achieved_mhz",
-           "subtree_figures"]
+           "subtree_figures", "write_synthesis_report"]
 
 REPORTS = Path(__file__).resolve().parents[1] / "reports"
 
@@ -104,6 +104,19 @@ def subtree_figures(row: dict, hierarchy: dict[str, dict[str, int]]) -> dict[str
             for name, own in (("area_um2", area), ("logic_mw", logic),
                               ("memories_mw", memories))}
     return {m: {name: sums[name][m] for name in sums} for m in modules}
+
+
+def write_synthesis_report(out: Path, collect, render) -> Path:
+    """A family's ``synthesis.json`` (``collect()``: figures from the configs' metrics) and
+    ``synthesis.md`` (``render`` of them, which a test re-renders from the json) in ``out``."""
+    from memwall.files import dumps_json
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = collect()
+    (out / "synthesis.json").write_text(dumps_json(data, indent=1) + "\n")
+    (out / "synthesis.md").write_text(render(data))
+    return out / "synthesis.md"
 
 
 def markdown_table(header: list[str], rows: list[list]) -> str:

@@ -18,8 +18,13 @@ import sys
 from pathlib import Path
 
 from memwall.config import load_config
-from memwall.files import dumps_json
-from memwall.flows.report import fmax_mhz, markdown_table, subtree_figures, timing_met
+from memwall.flows.report import (
+    fmax_mhz,
+    markdown_table,
+    subtree_figures,
+    timing_met,
+    write_synthesis_report,
+)
 from memwall.golden import bch
 
 __all__ = ["SYNTH_CONFIGS", "SYNTH_PDK", "PAPER_LOGIC", "collect", "render", "main"]
@@ -138,12 +143,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "reports" / "kvnand"))
     args = parser.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    data = collect()
-    (out / "synthesis.json").write_text(dumps_json(data, indent=1) + "\n")
-    (out / "synthesis.md").write_text(render(data))
-    print(f"memwall: wrote {out / 'synthesis.md'} and synthesis.json", file=sys.stderr)
+    path = write_synthesis_report(Path(args.out), collect, render)
+    print(f"memwall: wrote {path} and synthesis.json", file=sys.stderr)
     return 0
 
 

@@ -157,14 +157,12 @@ def main(argv=None) -> int:
                              "metrics (memwall synth <config> --pdk asap7)")
     args = parser.parse_args(argv)
     if args.synthesis:
+        from memwall.flows.report import write_synthesis_report
+
         from .synthesis import collect, render
 
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        data = collect()
-        (out / "synthesis.json").write_text(dumps_json(data, indent=1) + "\n")
-        (out / "synthesis.md").write_text(render(data))
-        print(f"memwall: wrote {out / 'synthesis.md'} and synthesis.json", file=sys.stderr)
+        path = write_synthesis_report(Path(args.out), collect, render)
+        print(f"memwall: wrote {path} and synthesis.json", file=sys.stderr)
         return 0
     build_report(Path(args.out))
     print(f"memwall: wrote {args.out}", file=sys.stderr)
