@@ -44,7 +44,7 @@ def run_bch(cfg: KvnandConfig, messages: np.ndarray, sim: str | None = None,
             seed: int | None = None) -> tuple[np.ndarray, int]:
     """The codewords ``(N, 9088)`` of message rows ``(N, 8192)`` and the encoder's cycles."""
     enc = BchEncoder(cfg.bch_bits)
-    res = _run(enc, f"kvnand_bch_p{cfg.bch_bits}", "memwall.verif.kvnand.tb_bch",
+    res = _run(enc, f"kvnand_bch_p{cfg.bch_bits}", "memwall.verif.kvnand.tb_bch_run",
                {**enc.params, "messages_bits": np.asarray(messages, np.uint8).tolist()},
                sim, seed)
     return np.asarray(res["codewords"], np.uint8), int(res["cycles"])
