@@ -82,6 +82,32 @@ def cmd_synth(args) -> None:
                  boundary=args.boundary, memory_idle=args.memory_idle)
 
 
+def cmd_prove(args) -> None:
+    from memwall.formal import ProofFailed, config_properties, prove
+
+    _load(args.config)
+    known = [p.name for p in config_properties(args.config)]
+    if not known:
+        raise UsageError(f"config {args.config!r}: its family declares no properties")
+    unknown = sorted(set(args.only or ()) - set(known))
+    if unknown:
+        raise UsageError(f"--only {' '.join(unknown)}: not a property of {args.config}; "
+                         f"its properties: {', '.join(known)}")
+    results = prove(args.config, args.only, workers=args.workers, ray=args.ray)
+    bad = []
+    for r in results:
+        depth = f"k-induction, depth {r['depth']}" if r["mode"] == "prove" else \
+            f"BMC, {r['depth']} cycles"
+        print(f"{r['status']:>8}  {r['name']}  ({depth}, {r['seconds']:.1f} s)")
+        if r["status"] not in ("proved", "bounded"):
+            bad.append(r)
+            where = f"counterexample {r['trace']}" if r.get("trace") else f"log {r['log']}"
+            print(f"          {where}")
+    if bad:
+        raise ProofFailed(f"{len(bad)} of {len(results)} properties of {args.config} do not "
+                          f"hold or were not proved: {', '.join(r['name'] for r in bad)}")
+
+
 def report_matrix(units: list[str] | None = None) -> list[tuple[str, str]]:
     """(config, PDK) pairs that ``memwall report --run`` synthesises: every family's matrix."""
     pairs = []
@@ -244,6 +270,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help="plain progress lines, as when stderr is not a terminal")
     synth.set_defaults(func=cmd_synth)
 
+    prove_p = sub.add_parser("prove", help="prove the config's formal properties (SymbiYosys)")
+    prove_p.add_argument("config", help="config name or .yaml path")
+    prove_p.add_argument("--only", nargs="+", metavar="PROPERTY",
+                         help="only these properties (default: all the family declares)")
+    prove_p.add_argument("--workers", type=jobs_int, default=None,
+                         help="proofs at once, each in its own process (default: the CPUs)")
+    prove_p.add_argument("--ray", metavar="ADDRESS", default=None,
+                         help=f"run the proofs as Ray tasks (local, auto or host:port; "
+                              f"{RAY_INSTALL})")
+    prove_p.set_defaults(func=cmd_prove)
+
     report = sub.add_parser("report", help="area/power tables and plots from synthesis runs")
     report.add_argument("--run", action="store_true",
                         help="first synthesise every config x PDK of the report matrix "
@@ -282,10 +319,11 @@ def _tool_failures() -> tuple[type[Exception], ...]:
     from memwall.flows.liberty import LibertyError
     from memwall.flows.netlist import NetlistError
     from memwall.flows.opensta2019 import StaError
+    from memwall.formal import ProofFailed
     from memwall.verif.common.runner import SimulationFailed
 
     return (ActivityError, FlowError, LibertyError, NetlistError, StaError, SimulationFailed,
-            SweepError)
+            SweepError, ProofFailed)
 
 
 def main(argv: list[str] | None = None) -> int:

