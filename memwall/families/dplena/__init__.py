@@ -96,6 +96,12 @@ def power_workloads(cfg: DplenaConfig) -> list[PowerWorkload]:
     return [core_workload(cfg)]
 
 
+def _properties(cfg):
+    from .properties import properties
+
+    return properties(cfg)
+
+
 FAMILY = Family(
     name="dplena",
     summary="d-PLENA diffusion-LLM sampling core: reductions, elementwise/exp, top-k mask, "
@@ -113,6 +119,7 @@ FAMILY = Family(
                    "nangate45": ["dplena64", "dplena512"]},
     regression_configs=("dplena32", "dplena64"),
     report_sections=area_power.report_section,
+    properties=_properties,
     write_reports=report.build_report,
     bench_configs=("dplena512", "dplena1024", "dplena2048"),
 )

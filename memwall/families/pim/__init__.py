@@ -26,6 +26,17 @@ def _write_reports(folder) -> None:
     build_report(folder)
 
 
+def _properties(cfg):
+    from memwall.formal import stream_protocol
+    from memwall.hdl.pim.core import PimCore
+
+    return [stream_protocol(
+        "pim_core_streams", lambda: PimCore(cfg),
+        f"PIM core of {cfg.name}: descriptor, operand and result streams keep the valid/ready "
+        "protocol (held valid and payload until ready, nothing valid the cycle after reset), "
+        "inputs free; k-induction, so for every depth.", mode="prove", depth=8)]
+
+
 FAMILY = Family(
     name="pim",
     summary="eDRAM PIM (RED-style): retention-aware scheduler, PIM macro controller and "
@@ -35,6 +46,7 @@ FAMILY = Family(
     golden=_golden(),
     power_workloads=power_workloads,
     commands=commands.COMMANDS,
+    properties=_properties,
     report_groups={"pim_pu": "pu", "pim_core": "controller"},
     report_matrix={"asap7": ["pim_small", "pim_paper"]},
     regression_configs=("pim_small",),

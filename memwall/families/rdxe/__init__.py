@@ -47,6 +47,17 @@ def _write_reports(folder) -> None:
     build_report(folder)
 
 
+def _properties(cfg):
+    from memwall.formal import stream_protocol
+
+    return [stream_protocol(
+        "rdxe_group_streams", lambda: RdxeGroup(cfg),
+        f"rDXE tile group of {cfg.name}: command, data and result streams keep the "
+        "valid/ready protocol (held valid and payload until ready, nothing valid the cycle "
+        "after reset), inputs free; k-induction (about 2.5 minutes at rdxe_small).",
+        mode="prove", depth=8)]
+
+
 FAMILY = Family(
     name="rdxe",
     summary="rDXE: VAC/DXT datapath with VRC-fused RMSNorm and Softmax, iWuR KV cache with "
@@ -56,6 +67,7 @@ FAMILY = Family(
     golden=_golden(),
     power_workloads=_power_workloads,
     commands=commands.COMMANDS,
+    properties=_properties,
     report_groups={"vac_": "vac", "vector_engine": "ve", "dxt_sequencer": "control",
                    "dxt_": "dxt"},
     report_matrix={"asap7": ["rdxe_small", "rdxe_paper_fused", "rdxe_paper"]},

@@ -13,6 +13,18 @@ from .workloads import POWER_SIM_WORDS, power_workloads
 
 __all__ = ["FAMILY", "POWER_SIM_WORDS", "power_workloads"]
 
+def _properties(cfg):
+    from memwall.formal import stream_protocol
+    from memwall.hdl.shield.controller import ShieldController
+
+    return [stream_protocol(
+        "shield_controller_streams", lambda: ShieldController(cfg),
+        f"SHIELD controller of {cfg.name}: its request and response streams keep the "
+        "valid/ready protocol (held valid and payload until ready, nothing valid the cycle "
+        "after reset), inputs free. Bounded, 20 cycles from reset: k-induction at depth 8 "
+        "does not close over the refresh scheduler's state.", mode="bmc", depth=20)]
+
+
 FAMILY = Family(
     name="shield",
     summary="SHIELD segmented eDRAM refresh: refresh controller, eDRAM bank model, "
@@ -23,6 +35,7 @@ FAMILY = Family(
             "eta": _golden.eta, "expected_refresh_counts": _golden.expected_refresh_counts},
     power_workloads=power_workloads,
     commands=commands.COMMANDS,
+    properties=_properties,
     report_groups={"shield_controller": "controller"},
     # shield_2mb: the paper's 2 MB workspace at its 1 GHz clock (controller cost vs refresh
     # saved, controller_cost.report_section).
