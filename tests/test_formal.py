@@ -1,6 +1,6 @@
 """``memwall prove``: the SymbiYosys runner (memwall/formal.py) proves a property that holds,
-finds the counterexample of one that does not (its VCD kept), and the CLI refuses properties
-and configs it cannot prove."""
+finds the counterexample of one that does not (its VCD kept), runs the families' fast proofs,
+and the CLI refuses a property the config does not have."""
 
 from __future__ import annotations
 
@@ -43,9 +43,16 @@ def test_kv_buffer_streams_proved_by_induction(tmp_path):
     assert r["status"] == "proved", r
 
 
-def test_cli_refuses_unknown_properties_and_configs_without_any(capsys):
+def test_cli_refuses_unknown_properties(capsys):
     assert main(["prove", "kvnand_small", "--only", "no_such_property"]) == 2
     err = capsys.readouterr().err
     assert "no_such_property" in err and "kvnand_pe_streams" in err
-    assert main(["prove", "dplena32"]) == 2
-    assert "declares no properties" in capsys.readouterr().err
+
+
+def test_fast_family_proofs(capsys):
+    """The families' fast proofs through ``memwall prove`` (k-induction, seconds each); the
+    long ones (the top-k mask, SHIELD's bounded run, the rDXE group) are `memwall prove`'s."""
+    assert main(["prove", "dplena32", "--only", "dplena_topk_streams", "--workers", "1"]) == 0
+    assert main(["prove", "pim_small", "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("proved") == 2
