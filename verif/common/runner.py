@@ -26,8 +26,8 @@ from pathlib import Path
 
 from memwall.hdl.common.netlist import Design
 
-__all__ = ["simulate", "SimulationFailed", "setup_verilator", "SIMULATORS", "default_sim",
-           "log_tail"]
+__all__ = ["simulate", "simulate_for_result", "SimulationFailed", "setup_verilator",
+           "SIMULATORS", "default_sim", "log_tail"]
 
 SIMULATORS = ("icarus", "verilator")
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -189,6 +189,21 @@ def simulate(component, top_name: str, test_module: str, params: dict | None = N
     shutil.rmtree(test_dir, ignore_errors=True)
     for wave in build_dir.glob("*.fst"):
         wave.unlink()
+
+
+def simulate_for_result(component, top_name: str, test_module: str, params: dict, *,
+                        testcase: str, sim: str | None = None, seed: int | None = None):
+    """:func:`simulate` a testcase that writes its result as JSON to ``params["out"]`` (a
+    temporary file this function names and removes) and return that result: what the
+    ``memwall run`` commands read back from the RTL."""
+    out_dir = Path(tempfile.mkdtemp(prefix=f"memwall-{top_name}-run-"))
+    try:
+        out = out_dir / "result.json"
+        simulate(component, top_name, test_module, {**params, "out": str(out)}, sim=sim,
+                 seed=seed, testcase=testcase)
+        return json.loads(out.read_text())
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
 
 
 def tb_params() -> dict:

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-import shutil
-import tempfile
-from pathlib import Path
 
 import numpy as np
 from memwall.hdl.pim.config import PimConfig
 from memwall.hdl.pim.core import TOP_NAME, PimCore
-from memwall.verif.common.runner import simulate
+from memwall.verif.common.runner import simulate_for_result
 
 __all__ = ["run_gemm", "gemm_params", "TB"]
 
@@ -34,13 +30,8 @@ def run_gemm(cfg: PimConfig, a, b, schedule, sim: str | None = None,
     macro's counters and the cycle count); a mismatch raises
     :class:`~memwall.verif.common.runner.SimulationFailed`.
     """
-    out_dir = Path(tempfile.mkdtemp(prefix="memwall-pim-run-"))
-    try:
-        out = out_dir / "result.json"
-        simulate(PimCore(cfg), TOP_NAME, TB, gemm_params(cfg, [(a, b, schedule)], out=str(out)),
-                 sim=sim, seed=seed, testcase="gemm")
-        result = json.loads(out.read_text())[0]
-        result["c"] = np.array(result["c"], dtype=np.int64).reshape(len(a), np.shape(b)[1])
-        return result
-    finally:
-        shutil.rmtree(out_dir, ignore_errors=True)
+    result = simulate_for_result(PimCore(cfg), TOP_NAME, TB,
+                                 gemm_params(cfg, [(a, b, schedule)]), testcase="gemm",
+                                 sim=sim, seed=seed)[0]
+    result["c"] = np.array(result["c"], dtype=np.int64).reshape(len(a), np.shape(b)[1])
+    return result

@@ -11,15 +11,12 @@ folder of a passing run.
 
 from __future__ import annotations
 
-import json
-import shutil
-import tempfile
 from pathlib import Path
 
 from memwall.golden.shield_trace import load_trace
 from memwall.hdl.shield.config import ShieldConfig
 from memwall.hdl.shield.controller import TOP_NAME, ShieldController
-from memwall.verif.common.runner import simulate
+from memwall.verif.common.runner import simulate_for_result
 from memwall.verif.shield.tb_controller import config_params
 
 __all__ = ["run_trace", "TB"]
@@ -45,12 +42,6 @@ def run_trace(cfg: ShieldConfig, trace_path, sim: str | None = None,
     """
     trace_path = Path(trace_path).resolve()
     load_trace(trace_path, cfg)  # validate here: a clear error instead of a failed simulation
-    out_dir = Path(tempfile.mkdtemp(prefix="memwall-shield-trace-"))
-    try:
-        out = out_dir / "result.json"
-        params = {"config": config_params(cfg), "trace": str(trace_path), "out": str(out)}
-        simulate(ShieldController(cfg), TOP_NAME, TB, params, sim=sim, seed=seed,
-                 testcase="run_trace")
-        return json.loads(out.read_text())
-    finally:
-        shutil.rmtree(out_dir, ignore_errors=True)
+    return simulate_for_result(ShieldController(cfg), TOP_NAME, TB,
+                               {"config": config_params(cfg), "trace": str(trace_path)},
+                               testcase="run_trace", sim=sim, seed=seed)
