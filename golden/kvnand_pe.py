@@ -59,7 +59,7 @@ from .fparith import bf16_to_fp32, fp_add, fp_mul
 
 __all__ = ["FMTS", "MODES", "KINDS", "page_kind", "input_kind", "elem_bits", "scaled", "pack_page",
            "unpack_page", "page_fp32", "input_fp32", "tree", "gemv", "logit", "attend",
-           "macs", "latency", "page_cycles"]
+           "macs", "add_stage", "latency", "page_cycles"]
 
 FMTS = ("bf16", "w8a8", "w4a16")
 MODES = ("gemv", "logit", "attend")
@@ -232,6 +232,12 @@ def macs(mode: str, units: int, width: int, heads: int = 1) -> int:
     return units * width * (1 if mode == "gemv" else heads)
 
 
+def add_stage(mul_stages: int, scaled: bool) -> int:
+    """The PE's pipeline stage of the accumulator add, R1 being stage 0: the dequantiser's
+    ``mul_stages`` and R2 when the format is scaled, then the multiplier's."""
+    return (mul_stages + 1 if scaled else 0) + mul_stages + 1
+
+
 def latency(n: int, mul_stages: int, scaled: bool, mode: str, heads: int = 1,
             emit: bool = False) -> int:
     """Cycles of a PE command beyond its steps (and an ATTEND's emitted outputs) when beats
@@ -244,7 +250,7 @@ def latency(n: int, mul_stages: int, scaled: bool, mode: str, heads: int = 1,
     _check("mode", mode, MODES)
     _power_of_two("n", n)
     _power_of_two("heads", heads)
-    to_add = (mul_stages + 1 if scaled else 0) + mul_stages + 1
+    to_add = add_stage(mul_stages, scaled)
     if mode == "attend":
         return to_add + 4 + (2 if emit else 0)
     return to_add + 5 + (n // heads).bit_length() - 1 + heads

@@ -26,7 +26,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, ceil_log2, exact_log2
-from memwall.golden.kvnand_pe import KINDS, input_kind, page_kind
+from memwall.golden.kvnand_pe import KINDS, add_stage, input_kind, page_kind
 from memwall.golden.kvnand_pe import latency as golden_latency
 from memwall.hdl.common.fixed import leading_one
 from memwall.hdl.common.fp import FpAdd, FpMul
@@ -105,9 +105,10 @@ class Pe(wiring.Component):
 
     # -- timing -----------------------------------------------------------------------------------
     def _r3(self) -> int:
-        """Pipeline stage of the accumulator add (R1 is stage 0)."""
-        ms = self.cfg.mul_stages
-        return (ms + 1 if self.scaled else 0) + ms + 1
+        """Pipeline stage of the accumulator add (R1 is stage 0): the golden timing's
+        :func:`~memwall.golden.kvnand_pe.add_stage`, which :meth:`elaborate` asserts it
+        builds."""
+        return add_stage(self.cfg.mul_stages, self.scaled)
 
     def latency(self, mode: str, heads_log2: int = 0, emit: bool = False) -> int:
         """Cycles of a command beyond its steps: :func:`memwall.golden.kvnand_pe.latency`."""
