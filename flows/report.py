@@ -19,7 +19,7 @@ from .flow import BUILD_ROOT
 
 __all__ = ["collect", "write_report", "unit_group", "group_areas", "group_powers",
            "linear_fit", "markdown_table", "timing_met", "fmax_mhz", "achieved_mhz",
-           "subtree_figures", "write_synthesis_report"]
+           "subtree_figures", "write_synthesis_report", "synth_metrics"]
 
 REPORTS = Path(__file__).resolve().parents[1] / "reports"
 
@@ -104,6 +104,16 @@ def subtree_figures(row: dict, hierarchy: dict[str, dict[str, int]]) -> dict[str
             for name, own in (("area_um2", area), ("logic_mw", logic),
                               ("memories_mw", memories))}
     return {m: {name: sums[name][m] for name in sums} for m in modules}
+
+
+def synth_metrics(build_root: Path, config: str, pdk: str) -> tuple[dict, dict] | None:
+    """``(metrics, manifest)`` of ``memwall synth <config> --pdk <pdk>`` under
+    ``build_root``, or None where it has not run."""
+    path = Path(build_root) / config / "synth" / pdk / "metrics.json"
+    if not path.is_file():
+        return None
+    manifest = json.loads((Path(build_root) / config / "manifest.json").read_text())
+    return json.loads(path.read_text()), manifest
 
 
 def write_synthesis_report(out: Path, collect, render) -> Path:

@@ -13,7 +13,6 @@ as what each holds, not as a like-for-like ratio. Compared only where timing is 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from memwall.flows.report import (
     fmax_mhz,
     markdown_table,
     subtree_figures,
+    synth_metrics,
     timing_met,
     write_synthesis_report,
 )
@@ -60,12 +60,11 @@ def _unit_rows(row: dict, manifest: dict) -> list[dict]:
 def collect(build_root: Path = ROOT / "build") -> dict:
     configs = []
     for name in SYNTH_CONFIGS:
-        path = build_root / name / "synth" / SYNTH_PDK / "metrics.json"
-        if not path.is_file():
+        loaded = synth_metrics(build_root, name, SYNTH_PDK)
+        if loaded is None:
             configs.append({"config": name, "synthesised": False})
             continue
-        row = json.loads(path.read_text())
-        manifest = json.loads((build_root / name / "manifest.json").read_text())
+        row, manifest = loaded
         cfg = load_config(name)
         met = timing_met(row)
         clock = row["clock_mhz"]

@@ -250,6 +250,8 @@ def synthesis(build_root: Path = ROOT / "build") -> str:
     --pdk asap7`` (power from the config's power workload, a scheduled GEMM), beside the
     paper's scheduling overhead. The logic's energy over that GEMM is its power times the
     GEMM's time; the macro and buffer energy is the model's for the same GEMM."""
+    from memwall.flows.report import synth_metrics
+
     from .workloads import power_gemm
 
     lines = ["# eDRAM PIM: synthesis of the controller and PU", "",
@@ -264,12 +266,12 @@ def synthesis(build_root: Path = ROOT / "build") -> str:
              "macro + buffer nJ (model) | logic share of energy |",
              "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
     for name in SYNTH_CONFIGS:
-        path = build_root / name / "synth" / SYNTH_PDK / "metrics.json"
-        if not path.is_file():
+        loaded = synth_metrics(build_root, name, SYNTH_PDK)
+        if loaded is None:
             lines.append(f"| {name} | not synthesised: run `memwall synth {name} --pdk "
                          f"{SYNTH_PDK}` | | | | | | | | | | |")
             continue
-        m = json.loads(path.read_text())
+        m = loaded[0]
         cfg = load_config(name)
         area = {k: v["own_um2"] for k, v in m["area_by_module"].items()}
         pu = sum(v for k, v in area.items() if k.startswith("pim_pu"))

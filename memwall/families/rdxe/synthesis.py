@@ -18,11 +18,16 @@ Figures are compared with the paper only where both configs meet their clock.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from memwall.config import load_config
-from memwall.flows.report import fmax_mhz, markdown_table, subtree_figures, timing_met
+from memwall.flows.report import (
+    fmax_mhz,
+    markdown_table,
+    subtree_figures,
+    synth_metrics,
+    timing_met,
+)
 from memwall.golden import fixedpoint as fx
 from memwall.hdl.rdxe.ve import NORM_BITS
 
@@ -36,14 +41,6 @@ SYNTH_CONFIGS = ("rdxe_small", "rdxe_paper_fused", "rdxe_paper")
 VRC_PAIR = ("rdxe_paper_fused", "rdxe_paper")
 #: The paper's VRC savings (section III), area and power, Softmax and RMSNorm.
 PAPER_VRC = {"softmax": {"area": 0.93, "power": 0.30}, "rmsnorm": {"area": 0.94, "power": 0.81}}
-
-
-def _load(build_root: Path, name: str) -> tuple[dict, dict] | None:
-    path = build_root / name / "synth" / SYNTH_PDK / "metrics.json"
-    if not path.is_file():
-        return None
-    manifest = json.loads((build_root / name / "manifest.json").read_text())
-    return json.loads(path.read_text()), manifest
 
 
 def _one(modules: dict, prefix: str) -> str:
@@ -107,7 +104,7 @@ def collect(build_root: Path = ROOT / "build") -> dict:
     its name where not synthesised) and the VRC rows (None, with the reason, where not compared)."""
     configs, loaded = [], {}
     for name in SYNTH_CONFIGS:
-        loaded[name] = _load(build_root, name)
+        loaded[name] = synth_metrics(build_root, name, SYNTH_PDK)
         if loaded[name] is None:
             configs.append({"config": name, "synthesised": False})
             continue
