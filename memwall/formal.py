@@ -25,15 +25,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from amaranth.hdl import Assert, Assume, Elaboratable, Module, ResetSignal, Signal, Value
+from amaranth.hdl import Assert, Assume, C, Elaboratable, Module, ResetSignal, Signal, Value
 from amaranth.hdl._ast import AnySeq, Initial
 from amaranth.lib import wiring
 
-__all__ = ["Property", "ProofFailed", "stream_protocol", "run_property", "config_properties",
-           "prove", "PROOF_ROOT"]
+__all__ = ["Property", "ProofFailed", "stream_protocol", "protocol_source", "run_property",
+           "config_properties", "prove", "PROOF_ROOT"]
 
 PROOF_ROOT = Path(__file__).resolve().parents[1] / "build" / "prove"
 MODES = ("prove", "bmc")
@@ -52,9 +52,6 @@ class Property:
     doc: str
     mode: str = "prove"
     depth: int = 20
-    #: Module-name prefixes of the harness to cut (their outputs made free): arithmetic a
-    #: control property does not depend on. Sound: a proof with free outputs holds for any.
-    cut: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -89,8 +86,20 @@ def _held(m: Module, name: str, stream, after_reset) -> tuple:
     return waiting & ~after_reset, payload
 
 
+def protocol_source(m: Module, name: str, stream, after_reset=None) -> None:
+    """Drive a stream the component consumes from free values (``AnySeq``), assumed to keep
+    the protocol: an offered ``valid`` and its payload held until ``ready`` (unless
+    ``after_reset``: a reset since, which ends the offer; None: never)."""
+    after_reset = C(0) if after_reset is None else after_reset
+    width = Value.cast(stream.payload).shape().width
+    m.d.comb += [stream.valid.eq(AnySeq(1)), stream.payload.eq(AnySeq(width))]
+    must, held = _held(m, name, stream, after_reset)
+    with m.If(must):
+        m.d.comb += Assume(stream.valid & (Value.cast(stream.payload) == held))
+
+
 def stream_protocol(name: str, make: Callable[[], wiring.Component], doc: str,
-                    mode: str = "prove", depth: int = 20, cut: tuple[str, ...] = ()) -> Property:
+                    mode: str = "prove", depth: int = 20) -> Property:
     """The stream protocol of every stream port of ``make()`` (see the module docstring)."""
 
     class Harness(Elaboratable):
@@ -108,11 +117,7 @@ def stream_protocol(name: str, make: Callable[[], wiring.Component], doc: str,
                 if flow == wiring.In:
                     m.d.comb += port.eq(AnySeq(Value.cast(port).shape().width))
             for s_name, s in consumed:
-                width = Value.cast(s.payload).shape().width
-                m.d.comb += [s.valid.eq(AnySeq(1)), s.payload.eq(AnySeq(width))]
-                must, held = _held(m, s_name, s, after_reset)
-                with m.If(must):
-                    m.d.comb += Assume(s.valid & (Value.cast(s.payload) == held))
+                protocol_source(m, s_name, s, after_reset)
             for s_name, s in driven:
                 m.d.comb += s.ready.eq(AnySeq(1))
                 must, held = _held(m, s_name, s, after_reset)
@@ -122,16 +127,15 @@ def stream_protocol(name: str, make: Callable[[], wiring.Component], doc: str,
                     m.d.comb += Assert(~s.valid)
             return m
 
-    return Property(name, Harness, doc, mode, depth, cut)
+    return Property(name, Harness, doc, mode, depth)
 
 
 # --- running -----------------------------------------------------------------------------------
 
 def _sby_text(prop: Property, top: str) -> str:
-    cuts = "".join(f"cutpoint {prefix}*\n" for prefix in prop.cut)
     return (f"[options]\nmode {prop.mode}\ndepth {prop.depth}\n\n"
             "[engines]\nsmtbmc z3\n\n"
-            f"[script]\nread_rtlil {top}.il\n{cuts}prep -top {top}\n\n"
+            f"[script]\nread_rtlil {top}.il\nprep -top {top}\n\n"
             f"[files]\n{top}.il\n")
 
 

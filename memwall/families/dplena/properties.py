@@ -6,7 +6,7 @@ from amaranth.hdl import Array, Assert, Assume, Elaboratable, Module, Mux, Signa
 from amaranth.hdl._ast import AnySeq, Initial
 from amaranth.utils import bits_for
 
-from memwall.formal import Property, stream_protocol
+from memwall.formal import Property, protocol_source, stream_protocol
 from memwall.hdl.common.fp import bf16_key
 
 __all__ = ["properties", "TopkHarness"]
@@ -32,15 +32,8 @@ class TopkHarness(Elaboratable):
         m.submodules.dut = dut = TopkMaskUnit(length, self.k_max)
         with m.If(Initial()):
             m.d.comb += Assume(dut.i.valid == 0)
-        m.d.comb += [dut.i.valid.eq(AnySeq(1)),
-                     dut.i.payload.eq(AnySeq(dut.element_layout.as_shape().width)),
-                     dut.o.ready.eq(AnySeq(1))]
-        # The environment: a valid element is held until taken.
-        waiting = Signal(reset_less=True)
-        held = Signal.like(dut.i.payload, reset_less=True)
-        m.d.sync += [waiting.eq(dut.i.valid & ~dut.i.ready), held.eq(dut.i.payload)]
-        with m.If(waiting):
-            m.d.comb += Assume(dut.i.valid & (dut.i.payload.as_value() == held.as_value()))
+        m.d.comb += dut.o.ready.eq(AnySeq(1))
+        protocol_source(m, "elements", dut.i)     # a valid element is held until taken
 
         # The vector being received, and the last complete one (what the mask is of).
         count_bits = bits_for(length)
