@@ -107,6 +107,11 @@ class KvnandConfig(UnitConfig):
         return tuple(dict.fromkeys(page_kind(self.fmt, mode) for mode in MODES))
 
     @property
+    def scaled(self) -> bool:
+        """An integer page kind is among them: the PE has its dequantising multipliers."""
+        return any(kind != "bf16" for kind in self.kinds)
+
+    @property
     def smallest_kind(self) -> str:
         return min(self.kinds, key=lambda k: KINDS[k])
 

@@ -87,7 +87,7 @@ class Pe(wiring.Component):
     def __init__(self, cfg: KvnandConfig):
         self.cfg = cfg
         self.n = cfg.n_fmac
-        self.scaled = any(kind != "bf16" for kind in cfg.kinds)
+        self.scaled = cfg.scaled
         self.fifo_depth = 1 << ceil_log2(self._r3() + exact_log2(cfg.n_fmac)
                                          + 4 * cfg.max_heads + 4)
         self.params = {"n": cfg.n_fmac, "fmt": cfg.fmt, "page": cfg.page_bytes,

@@ -158,7 +158,8 @@ def golden_command(args, cfg) -> None:
 
 
 def run_command(args, cfg) -> None:
-    from memwall.golden import bch
+    from memwall.golden import bch, kvnand_pe
+    from memwall.hdl.kvnand.program import command_cycles
     from memwall.verif.kvnand.run import run_bch, run_pages
 
     out = output_path(args.out)
@@ -171,8 +172,12 @@ def run_command(args, cfg) -> None:
         print(f"memwall: wrote {out} (BCH codewords from the RTL, {cycles} cycles)")
         return
     cmd = _plan(cfg, args)
-    check_sim_cycles(len(cmd.beats) * cfg.n_fmac + 10 * len(cmd.vec), args.max_cycles,
-                     f"--inputs {args.inputs} (pe)")
+    c = cmd.command
+    latency = kvnand_pe.latency(cfg.n_fmac, cfg.mul_stages, cfg.scaled, args.mode,
+                                1 << c["heads_log2"], bool(c["emit"]))
+    # The command's exact cycles (the RTL's count) and the writes of its vector and scales.
+    check_sim_cycles(command_cycles(cfg, cmd, latency) + len(cmd.vec) + len(cmd.scales),
+                     args.max_cycles, f"--inputs {args.inputs} (pe)")
     result = run_pages(cfg, [cmd], sim=args.sim)[0]
     arrays = _pe_arrays(cmd, args.mode, cmd.command["units"])
     got = np.asarray(result["results"], np.uint32).reshape(arrays["y_bits"].shape)
