@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 DEBIAN_TOOLS := iverilog:iverilog sta:opensta
 PYTEST_WORKERS ?= 2
 
-.PHONY: gen test test-slow lint bench clean setup synth report ranges depth
+.PHONY: gen test test-slow lint bench clean setup synth report ranges depth mutate prove
 
 setup: $(STAMP)
 
@@ -52,6 +52,16 @@ test: $(STAMP)
 # injected errors.
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -q -m slow tests
+
+# Mutation score of every family's regression on its regression config's modules:
+# reports/mutation.{md,json} (WORKERS=N local processes, or RAY=local|auto|host:port), then the
+# README's verification section. MUTANTS=N mutants per module.
+MUTATION_CONFIGS ?= dplena32 shield_small pim_small rdxe_small kvnand_small
+MUTANTS ?= 20
+mutate: $(STAMP)
+	for c in $(MUTATION_CONFIGS); do \
+	  $(BIN)/memwall mutate $$c --max $(MUTANTS) $(if $(WORKERS),--workers $(WORKERS)) \
+	    $(if $(RAY),--ray $(RAY)) || exit $$?; done
 
 lint: $(STAMP)
 	$(BIN)/ruff check memwall hdl golden verif flows tests

@@ -103,9 +103,25 @@ def cmd_prove(args) -> None:
             bad.append(r)
             where = f"counterexample {r['trace']}" if r.get("trace") else f"log {r['log']}"
             print(f"          {where}")
+    if args.record:
+        from memwall.strength import record_proofs
+
+        record_proofs(args.config, results)
     if bad:
         raise ProofFailed(f"{len(bad)} of {len(results)} properties of {args.config} do not "
                           f"hold or were not proved: {', '.join(r['name'] for r in bad)}")
+
+
+def cmd_mutate(args) -> None:
+    from memwall.mutate import mutate
+
+    _load(args.config)
+    entries = mutate(args.config, args.module, count=args.max, workers=args.workers,
+                     ray=args.ray)
+    for e in entries:
+        score = f"{100 * e['score']:.1f} %" if e["score"] is not None else "-"
+        print(f"{score:>8}  {e['module']}: {e['killed']} killed, {e['equivalent']} equivalent, "
+              f"{e['surviving']} surviving of {e['mutants']} ({e['status']})")
 
 
 def report_matrix(units: list[str] | None = None) -> list[tuple[str, str]]:
@@ -279,7 +295,22 @@ def build_parser() -> argparse.ArgumentParser:
     prove_p.add_argument("--ray", metavar="ADDRESS", default=None,
                          help=f"run the proofs as Ray tasks (local, auto or host:port; "
                               f"{RAY_INSTALL})")
+    prove_p.add_argument("--record", action="store_true",
+                         help="merge the results into reports/formal.{md,json}")
     prove_p.set_defaults(func=cmd_prove)
+
+    mutate_p = sub.add_parser("mutate", help="mutation score of the family's regression on "
+                                             "each module of the config (reports/mutation.md)")
+    mutate_p.add_argument("config", help="config name or .yaml path")
+    mutate_p.add_argument("--module", nargs="+", metavar="M",
+                          help="only these modules (default: every module of the config)")
+    mutate_p.add_argument("--max", type=jobs_int, default=20, metavar="N",
+                          help="mutants sampled per module (default %(default)s)")
+    mutate_p.add_argument("--workers", type=jobs_int, default=None,
+                          help="runs at once, each in its own process (default: the CPUs)")
+    mutate_p.add_argument("--ray", metavar="ADDRESS", default=None,
+                          help=f"run as Ray tasks (local, auto or host:port; {RAY_INSTALL})")
+    mutate_p.set_defaults(func=cmd_mutate)
 
     report = sub.add_parser("report", help="area/power tables and plots from synthesis runs")
     report.add_argument("--run", action="store_true",

@@ -114,6 +114,9 @@ class Family:
     properties
         ``cfg -> [memwall.formal.Property]``: the formal properties ``memwall prove <config>``
         proves, or None.
+    regression_tests
+        The pytest files (paths from the checkout) of the family's RTL regression: what
+        ``memwall mutate`` runs against each mutant of the family's modules.
     """
     name: str
     summary: str
@@ -129,6 +132,7 @@ class Family:
     write_reports: Callable[[Path], None] | None = None
     bench_configs: Sequence[str] = field(default_factory=tuple)
     properties: Callable[[Any], Sequence[Any]] | None = None
+    regression_tests: Sequence[str] = field(default_factory=tuple)
 
     def __post_init__(self):
         unknown = sorted(set(self.commands) - set(COMMAND_VERBS))

@@ -2,9 +2,10 @@
 
 A :class:`Property` is a harness (an Amaranth elaboratable with ``Assert``/``Assume`` beside
 the component under proof), how to run it (``prove``: k-induction, unbounded; ``bmc``: bounded
-to ``depth``) and a docstring saying what it proves at which parameters. Each family declares
-its properties through its description (:attr:`memwall.family.Family.properties`), so a new
-family's proofs run with no new mechanism.
+to ``depth``), a docstring saying what it proves at which parameters, and optionally
+submodules to cut (``cut``: their outputs free, for arithmetic the property does not read).
+Each family declares its properties through its description
+(:attr:`memwall.family.Family.properties`), so a new family's proofs run with no new mechanism.
 
 Tools: ``yowasp-sby`` with the WASM Yosys, its SMT-BMC and witness tools, the ``smtbmc z3``
 engine and ``z3`` from the PyPI package ``z3-solver`` (``../shared/conventions.md``). A failing
@@ -13,7 +14,15 @@ property's counterexample is a VCD, whose path the result gives.
 :func:`stream_protocol` builds the protocol harness of every stream port of a component: the
 inputs are free (``AnySeq``) but for the streams the component consumes, whose environment is
 assumed to keep to the protocol; on the streams it drives it asserts that a ``valid`` is held
-with its payload until ``ready``, and that nothing is valid in the cycle after a reset.
+with its payload until ``ready``, and that nothing is valid in the cycle after a reset. Data
+a component drives beside a stream's payload (a lane array's ``y`` beside ``o``) can be named as
+part of it (``sideband``), and a valid/ready pair of plain ports checked like a stream
+(``handshakes``).
+
+:func:`internal` finds a signal inside an elaborated component, so a harness can state
+invariants over its internal state: k-induction closes only if every state its asserts admit
+leads to states they admit, and internal state (a FIFO's pointers, a scheduler's counters) that
+no port shows is otherwise unconstrained in the induction step.
 """
 
 from __future__ import annotations
@@ -24,16 +33,27 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from amaranth.hdl import Assert, Assume, C, Elaboratable, Module, ResetSignal, Signal, Value
+from amaranth.hdl import (
+    Assert,
+    Assume,
+    C,
+    Cat,
+    Elaboratable,
+    Fragment,
+    Module,
+    ResetSignal,
+    Signal,
+    Value,
+)
 from amaranth.hdl._ast import AnySeq, Initial
 from amaranth.lib import wiring
 
-__all__ = ["Property", "ProofFailed", "stream_protocol", "protocol_source", "run_property",
-           "config_properties", "prove", "PROOF_ROOT"]
+__all__ = ["Property", "ProofFailed", "stream_protocol", "protocol_source", "internal",
+           "run_property", "config_properties", "prove", "PROOF_ROOT"]
 
 PROOF_ROOT = Path(__file__).resolve().parents[1] / "build" / "prove"
 MODES = ("prove", "bmc")
@@ -52,6 +72,11 @@ class Property:
     doc: str
     mode: str = "prove"
     depth: int = 20
+    #: Submodules of the harness to cut, as Yosys patterns of their paths below it
+    #: (``dut.*.adder``): their logic is removed and their outputs become free values. Sound
+    #: for a property that holds whatever they output (arithmetic that an ordering or control
+    #: property never reads); it only makes the solver's work smaller.
+    cut: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -76,6 +101,14 @@ def _streams(component) -> tuple[list, list, list]:
     return consumed, driven, ports
 
 
+@dataclass(frozen=True, eq=False)
+class _Handshake:
+    """A driven valid/ready pair and its data, as :func:`_held` reads a stream."""
+    valid: Value
+    ready: Value
+    payload: Value
+
+
 def _held(m: Module, name: str, stream, after_reset) -> tuple:
     """Registers of the last cycle's ``valid & ~ready`` and payload; the condition under which
     this cycle must repeat them (a transfer was offered and not taken, and no reset since)."""
@@ -98,15 +131,54 @@ def protocol_source(m: Module, name: str, stream, after_reset=None) -> None:
         m.d.comb += Assume(stream.valid & (Value.cast(stream.payload) == held))
 
 
+def internal(fragment: Fragment, path: str, name: str, domain: str = "sync") -> Signal:
+    """The signal ``name`` that ``domain`` (``sync`` or ``comb``) assigns in the submodule
+    ``path`` (``"a/b"``; ``""``: the fragment's own statements) of ``fragment``, an elaborated
+    component (``Fragment.get(component, platform)``; add that fragment, not the component, to
+    the harness, or the component is elaborated again into other signals). Raises
+    ``LookupError`` unless exactly one signal matches."""
+    for part in filter(None, path.split("/")):
+        subs = [sub for sub, sub_name, _ in fragment.subfragments if sub_name == part]
+        if len(subs) != 1:
+            raise LookupError(f"no single submodule {part!r} in {path!r}")
+        fragment = subs[0]
+    found = {id(sig): sig for stmt in fragment.statements.get(domain, ())
+             for sig in stmt._lhs_signals() if sig.name == name}    # Signals do not hash
+    if len(found) != 1:
+        raise LookupError(f"{len(found)} signals {name!r} assigned in domain {domain!r} of "
+                          f"{path or 'the top'!r}")
+    return next(iter(found.values()))
+
+
 def stream_protocol(name: str, make: Callable[[], wiring.Component], doc: str,
-                    mode: str = "prove", depth: int = 20) -> Property:
-    """The stream protocol of every stream port of ``make()`` (see the module docstring)."""
+                    mode: str = "prove", depth: int = 20,
+                    invariants: Callable[[Module, Fragment], None] | None = None, *,
+                    sideband: Mapping[str, Sequence[str]] | None = None,
+                    handshakes: Mapping[str, tuple[str, str, Sequence[str]]] | None = None
+                    ) -> Property:
+    """The stream protocol of every stream port of ``make()`` (see the module docstring).
+
+    ``invariants(m, fragment)``, if given, adds strengthening asserts to the harness ``m`` over
+    the component's internal signals (``fragment`` is the elaborated component; see
+    :func:`internal`); they are proved along with the protocol. Asserts and assumes there may
+    also state what the component's neighbours guarantee (their contract, e.g. a consumer that
+    is ready whenever nothing it owes is pending).
+
+    ``sideband`` names, per driven stream, the component's ports that carry the stream's data
+    beside its payload (a lane array's ``y``, valid with ``o``): they are held with the payload.
+    ``handshakes`` adds valid/ready pairs of plain ports that the component drives as a stream,
+    ``{name: (valid, ready, payload ports)}`` (the dequantiser's Vector SRAM write): checked as
+    driven streams, ``ready`` free like every input."""
 
     class Harness(Elaboratable):
         def elaborate(self, platform):
             m = Module()
             dut = make()
-            m.submodules.dut = dut
+            if invariants is None:
+                m.submodules.dut = dut
+            else:
+                m.submodules.dut = fragment = Fragment.get(dut, platform)
+                invariants(m, fragment)
             rst = ResetSignal()
             after_reset = Signal(name="after_reset", reset_less=True)
             m.d.sync += after_reset.eq(rst)
@@ -118,13 +190,21 @@ def stream_protocol(name: str, make: Callable[[], wiring.Component], doc: str,
                     m.d.comb += port.eq(AnySeq(Value.cast(port).shape().width))
             for s_name, s in consumed:
                 protocol_source(m, s_name, s, after_reset)
+            checked = []
             for s_name, s in driven:
                 m.d.comb += s.ready.eq(AnySeq(1))
+                extra = [getattr(dut, port) for port in (sideband or {}).get(s_name, ())]
+                checked.append((s_name, s.valid, s.ready, Cat(s.payload, *extra)))
+            for h_name, (valid, ready, payload) in (handshakes or {}).items():
+                checked.append((h_name, getattr(dut, valid), getattr(dut, ready),
+                                Cat(*(getattr(dut, port) for port in payload))))
+            for s_name, valid, ready, payload in checked:
+                s = _Handshake(valid, ready, payload)
                 must, held = _held(m, s_name, s, after_reset)
                 with m.If(must):
-                    m.d.comb += [Assert(s.valid), Assert(Value.cast(s.payload) == held)]
+                    m.d.comb += [Assert(valid), Assert(payload == held)]
                 with m.If(after_reset):
-                    m.d.comb += Assert(~s.valid)
+                    m.d.comb += Assert(~valid)
             return m
 
     return Property(name, Harness, doc, mode, depth)
@@ -133,9 +213,12 @@ def stream_protocol(name: str, make: Callable[[], wiring.Component], doc: str,
 # --- running -----------------------------------------------------------------------------------
 
 def _sby_text(prop: Property, top: str) -> str:
+    # A cut module loses its processes too: convert them to cells first.
+    cuts = "".join(f"cutpoint {top}.{path}\n" for path in prop.cut)
+    cuts = f"proc\n{cuts}" if cuts else ""
     return (f"[options]\nmode {prop.mode}\ndepth {prop.depth}\n\n"
             "[engines]\nsmtbmc z3\n\n"
-            f"[script]\nread_rtlil {top}.il\nprep -top {top}\n\n"
+            f"[script]\nread_rtlil {top}.il\n{cuts}prep -top {top}\n\n"
             f"[files]\n{top}.il\n")
 
 

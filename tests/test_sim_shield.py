@@ -10,7 +10,13 @@ from amaranth.hdl import UnusedElaboratable
 from memwall.golden.shield import expected_refresh_counts
 from memwall.golden.shield_trace import load_trace
 from memwall.hdl.common.netlist import Design
-from memwall.hdl.shield.controller import TOP_NAME, ShieldController, build_top
+from memwall.hdl.shield.controller import (
+    REFRESHED_BANKS,
+    TOP_NAME,
+    RefreshScheduler,
+    ShieldController,
+    build_top,
+)
 from memwall.verif.common.runner import simulate
 from memwall.verif.shield.run import run_trace
 from memwall.verif.shield.tb_controller import ber_limit, config_params
@@ -28,9 +34,24 @@ def cfg():
 
 @pytest.mark.sim
 def test_shield_random_workload(cfg):
-    """(a) data integrity, QO BER bound, exact schedule and retention bound over ~8 T_rel."""
-    simulate(ShieldController(cfg), TOP_NAME, TB, {"config": config_params(cfg), "layers": 7},
+    """(a) data integrity, QO BER bound, exact schedule and retention bound over ~8 T_rel,
+    with 5 % of the random commands protocol errors the controller must ignore (addresses
+    outside their class, the undefined op code)."""
+    simulate(ShieldController(cfg), TOP_NAME, TB, {"config": config_params(cfg), "layers": 7,
+                                                   "protocol_errors": 0.05},
              testcase="random_workload")
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("bank", REFRESHED_BANKS)
+def test_refresh_scheduler_keeps_its_contract(cfg, bank):
+    """The controller's schedulers alone, every output in every cycle over three intervals,
+    resets included (verif/shield/tb_scheduler.py)."""
+    rows = cfg.bank_rows[bank]
+    interval = {"standard": cfg.t_std_cycles, "relaxed": cfg.t_rel_cycles}[bank]
+    simulate(RefreshScheduler(rows, interval), "refresh_scheduler",
+             "memwall.verif.shield.tb_scheduler",
+             {"rows": rows, "interval": interval, "cycles": 3 * interval + 20})
 
 
 @pytest.mark.sim

@@ -33,6 +33,10 @@ SIMULATORS = ("icarus", "verilator")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SIM_BUILD_ROOT = Path(os.environ.get("MEMWALL_SIM_BUILD", REPO_ROOT / "build" / "sim"))
 PARAMS_ENV = "MEMWALL_TB_PARAMS"
+#: Set by ``memwall mutate`` (:mod:`memwall.mutate`): a mutant to put in place of its module,
+#: and a folder where each simulation records the modules it contains.
+MUTANT_ENV = "MEMWALL_MUTANT"
+COVERAGE_ENV = "MEMWALL_MUTATION_COVERAGE"
 
 
 class SimulationFailed(AssertionError):
@@ -103,7 +107,11 @@ def _icarus_time_zero(text: str) -> str:
 def _write_sources(component, top_name: str, sim: str, tag: str) -> tuple[Path, Path]:
     design = Design()
     design.add_top(component, top_name)
-    text = design.verilog()
+    if MUTANT_ENV in os.environ or COVERAGE_ENV in os.environ:   # memwall mutate's runs
+        from memwall.mutate import design_verilog
+        text = design_verilog(design, sim)
+    else:
+        text = design.verilog()
     digest = hashlib.sha1(text.encode()).hexdigest()[:12]
     # One folder per (design, simulator, test): parallel workers never share a build.
     build_dir = SIM_BUILD_ROOT / f"{top_name}-{digest}-{sim}-{tag}"

@@ -114,6 +114,7 @@ class Read:
     expected: int | None  # None: the word is not live (not checked)
     age: int            # cycles since the word was written
     measure: bool       # counts towards the QO mantissa BER (last read of a word life)
+    out_of_range: bool = False  # addr outside its class: the whole word must read 0
 
 
 class ShieldTestbench:
@@ -203,8 +204,13 @@ class ShieldTestbench:
                 self.qo_std_rows.add(std_addr // cfg.row_words)
         elif op == Op.READ.value:
             entry = self.mem[cls].get(addr)
-            self.reads.append(Read(t, cls, addr, entry and entry[0],
-                                   t - entry[1] if entry else 0, self.measure_flags.popleft()))
+            if addr >= self.size[cls]:    # a protocol error: documented to return 0
+                self.reads.append(Read(t, cls, addr, 0, 0, self.measure_flags.popleft(),
+                                       out_of_range=True))
+            else:
+                self.reads.append(Read(t, cls, addr, entry and entry[0],
+                                       t - entry[1] if entry else 0,
+                                       self.measure_flags.popleft()))
         elif op == Op.RELEASE.value:
             self.mem[cls].clear()
             if cls == "kv":
@@ -233,6 +239,22 @@ class ShieldTestbench:
     async def release(self, cls: str) -> None:
         await self.source.send(self._payload(Op.RELEASE, cls))
 
+    async def protocol_error(self, rng: random.Random) -> None:
+        """One command the controller must shrug off (its docstring): a WRITE or READ with an
+        address outside its class (dropped; reads 0), or the undefined op code 3 (ignored)."""
+        cls = rng.choice(("kv", "qo"))
+        addr = rng.randrange(self.size[cls], 1 << self.cfg.addr_width)
+        kind = rng.random()
+        if kind < 0.4:
+            await self.write(cls, addr)
+        elif kind < 0.8:
+            await self.read(cls, addr)
+        else:
+            word = self._payload(Op.READ, cls, rng.randrange(1 << self.cfg.addr_width),
+                                 rng.getrandbits(self.word_bits))
+            op = self.layout["op"]
+            await self.source.send(word | ((1 << op.width) - 1) << op.offset)
+
     async def idle(self, cycles: int) -> None:
         if cycles > 0:
             await ClockCycles(self.clk, cycles)
@@ -253,8 +275,14 @@ class ShieldTestbench:
     # -- checks ---------------------------------------------------------------------------------
     def check_reads(self, board: ShieldScoreboard) -> dict:
         """Compare every response with the word written; returns error statistics."""
-        items = self.sink.items[:len(self.reads)]
-        board.compare("responses received", len(self.reads), len(items))
+        items = self.sink.items
+        board.compare("responses received (one per READ accepted, none for other commands)",
+                      len(self.reads), len(items))
+        stray = [(r.cls, r.addr, item["payload"]) for r, item in zip(self.reads, items,
+                                                                     strict=False)
+                 if r.out_of_range and item["payload"] != 0]
+        board.events("reads outside their class that did not return 0 (cls, addr, word)", [],
+                     stray)
         lo_mask = (1 << self.lo_bits) - 1
         exp = {"hi": [], "kv": []}
         obs = {"hi": [], "kv": []}
@@ -263,7 +291,7 @@ class ShieldTestbench:
                  "qo_max_age": 0}
         qo_ber = self.banks["refreshless"].ber_at
         for read, item in zip(self.reads, items, strict=False):
-            if read.expected is None:
+            if read.expected is None or read.out_of_range:
                 continue
             got = item["payload"]
             stats["reads"] += 1
@@ -325,13 +353,16 @@ class ShieldTestbench:
 
 # --- workloads -----------------------------------------------------------------------------------
 
-async def layered_workload(tb: ShieldTestbench, layers: int, rng: random.Random) -> None:
+async def layered_workload(tb: ShieldTestbench, layers: int, rng: random.Random,
+                           protocol_errors: float = 0.0) -> None:
     """Decoder-like traffic: a growing KV cache and per-layer QO buffers that die at layer end.
 
     Per layer: write the QO words (random order), interleave random KV/QO reads, KV appends and
     short idle gaps, idle like an FFN, then read every QO word once more (the measured read,
     at an age up to close to the QO life), sweep the KV cache and release QO. Halfway the KV
     cache is released and refilled. Covers many standard intervals and several relaxed ones.
+    With ``protocol_errors`` > 0, that share of the random commands are ones the controller
+    must ignore (:meth:`ShieldTestbench.protocol_error`).
     """
     cfg = tb.cfg
     kv_words, qo_words = cfg.kv_words, cfg.qo_words
@@ -361,6 +392,9 @@ async def layered_workload(tb: ShieldTestbench, layers: int, rng: random.Random)
         target = rng.randint(life * 6 // 10, life - 60)
         deadline = t0 + target - 3 * qo_n
         while tb.now < deadline - 200:
+            if rng.random() < protocol_errors:
+                await tb.protocol_error(rng)
+                continue
             r = rng.random()
             if r < 0.35:
                 await tb.read("kv", rng.randrange(kv_n))
@@ -397,7 +431,8 @@ async def _setup(dut, resp_ready=1.0, idle_prob=0.0):
 async def random_workload(dut):
     """(a) Interleaved KV/QO traffic over many refresh intervals: data, BER, schedule, bounds."""
     p, cfg, tb = await _setup(dut, resp_ready=0.7, idle_prob=0.1)
-    await layered_workload(tb, p.get("layers", 7), random.Random(cocotb.RANDOM_SEED + 5))
+    await layered_workload(tb, p.get("layers", 7), random.Random(cocotb.RANDOM_SEED + 5),
+                           p.get("protocol_errors", 0.0))
     await tb.drain()
     board = ShieldScoreboard("shield", dut._log)
     stats = tb.check_reads(board)

@@ -120,6 +120,12 @@ FAMILY = Family(
     regression_configs=("dplena32", "dplena64"),
     report_sections=area_power.report_section,
     properties=_properties,
+    regression_tests=("tests/test_sim_core.py",
+                      "tests/test_sim_reduction.py",
+                      "tests/test_sim_select.py",
+                      "tests/test_sim_topk.py",
+                      "tests/test_sim_dequant.py",
+                      "tests/test_sim_elementwise.py"),
     write_reports=report.build_report,
     bench_configs=("dplena512", "dplena1024", "dplena2048"),
 )

@@ -79,4 +79,7 @@ FAMILY = Family(
     regression_configs=("kvnand_small",),
     write_reports=_write_reports,
     properties=_properties,
+    regression_tests=("tests/test_sim_kvnand_pe.py",
+                      "tests/test_sim_kvnand_kvbuf.py",
+                      "tests/test_sim_bch.py"),
 )

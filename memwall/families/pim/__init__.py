@@ -47,6 +47,7 @@ FAMILY = Family(
     power_workloads=power_workloads,
     commands=commands.COMMANDS,
     properties=_properties,
+    regression_tests=("tests/test_sim_pim.py",),
     report_groups={"pim_pu": "pu", "pim_core": "controller"},
     report_matrix={"asap7": ["pim_small", "pim_paper"]},
     regression_configs=("pim_small",),

@@ -68,6 +68,8 @@ FAMILY = Family(
     power_workloads=_power_workloads,
     commands=commands.COMMANDS,
     properties=_properties,
+    regression_tests=("tests/test_sim_rdxe.py",
+                      "tests/test_sim_rdxe_units.py"),
     report_groups={"vac_": "vac", "vector_engine": "ve", "dxt_sequencer": "control",
                    "dxt_": "dxt"},
     report_matrix={"asap7": ["rdxe_small", "rdxe_paper_fused", "rdxe_paper"]},

@@ -14,15 +14,9 @@ from .workloads import POWER_SIM_WORDS, power_workloads
 __all__ = ["FAMILY", "POWER_SIM_WORDS", "power_workloads"]
 
 def _properties(cfg):
-    from memwall.formal import stream_protocol
-    from memwall.hdl.shield.controller import ShieldController
+    from .properties import properties
 
-    return [stream_protocol(
-        "shield_controller_streams", lambda: ShieldController(cfg),
-        f"SHIELD controller of {cfg.name}: its request and response streams keep the "
-        "valid/ready protocol (held valid and payload until ready, nothing valid the cycle "
-        "after reset), inputs free. Bounded, 20 cycles from reset: k-induction at depth 8 "
-        "does not close over the refresh scheduler's state.", mode="bmc", depth=20)]
+    return properties(cfg)
 
 
 FAMILY = Family(
@@ -36,6 +30,7 @@ FAMILY = Family(
     power_workloads=power_workloads,
     commands=commands.COMMANDS,
     properties=_properties,
+    regression_tests=("tests/test_sim_shield.py",),
     report_groups={"shield_controller": "controller"},
     # shield_2mb: the paper's 2 MB workspace at its 1 GHz clock (controller cost vs refresh
     # saved, controller_cost.report_section).

