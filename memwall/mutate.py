@@ -18,10 +18,11 @@ How strong is a regression? Break the hardware on purpose and count how often it
    mutant in place of the module (:data:`MUTANT_ENV`, read by the simulation runner), bounded
    to a multiple of the control's time: a failing test or a timeout kills it. Jobs go through
    the sweep runner (:mod:`memwall.sweep`): local processes or Ray.
-5. **Survivors.** Each survivor is checked for equivalence with the original: a miter of the
-   two (flattened), proved by k-induction with SymbiYosys. Equivalent mutants leave the
-   denominator; ``score = killed / (mutants - equivalent)``. A survivor's reason is its
-   recorded note (:data:`NOTES`) or, if none, what the equivalence check found.
+5. **Survivors.** Each survivor is checked for equivalence with the original (flattened, from
+   the same initial state, inputs free): signal correspondence proved by induction, and no
+   output difference in a bounded run from reset (:func:`check_equivalence`). Equivalent
+   mutants leave the denominator; ``score = killed / (mutants - equivalent)``. A survivor's
+   reason is its recorded note (:data:`NOTES`) or, if none, what the equivalence check found.
 
 The report is ``reports/mutation.json`` (one object per module: ``module``, ``family``,
 ``mutants``, ``killed``, ``equivalent``, ``surviving``, ``score`` and the details) and
@@ -61,7 +62,7 @@ SEED = 1
 #: :data:`MIN_TIMEOUT_S`.
 TIMEOUT_FACTOR, MIN_TIMEOUT_S = 4, 120
 #: Survivors: no difference within this many cycles of reset, in this time, is ``unknown``.
-EQUIVALENCE_DEPTH, EQUIVALENCE_TIMEOUT_S = 60, 150
+EQUIVALENCE_DEPTH, EQUIVALENCE_TIMEOUT_S = 60, 300
 
 
 # --- inside every simulation (memwall.verif.common.runner) -------------------------------------
@@ -312,11 +313,42 @@ def _run_tests(replace: list[dict], tests: list[str], timeout_s: float, workers:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+_UNPROVEN = re.compile(r"Unproven \$equiv \S+: (\S+)_gold(?: \[\d+\])? ")
+_GOLD_OUTPUTS = re.compile(r"^\s*wire (?:width \d+ )?output \d+ (\S+)$", re.M)
+
+
+def _signal_correspondence(work: Path, rounds: int = 24) -> bool:
+    """Prove ``gold`` and ``gate`` of ``work/pair.il`` equivalent by signal correspondence:
+    every pair of same-named signals is an ``$equiv`` (``equiv_make -inames``), proved together
+    by induction (``equiv_induct``, which assumes them all in earlier cycles). An internal pair
+    that does not hold (the mutated signal) is unmatched and the proof redone, until every
+    remaining pair, the outputs among them, is proved (sound: only proved pairs are assumed) or
+    an output pair fails."""
+    text = (work / "pair.il").read_text()
+    gold = text[text.index("module \\gold"):]
+    outputs = set(_GOLD_OUTPUTS.findall(gold[:gold.index("\nend\n")]))
+    unmatched: set[str] = set()
+    for _ in range(rounds):
+        (work / "unmatched.txt").write_text("\n".join(sorted(unmatched)) + "\n")
+        _yosys("read_rtlil pair.il\nequiv_make -inames -blacklist unmatched.txt gold gate "
+               "equiv\nhierarchy -top equiv\nequiv_simple -seq 4\nequiv_induct -seq 4\n"
+               "tee -q -o equiv_status.txt equiv_status\n", work, "correspondence")
+        failed = set(_UNPROVEN.findall((work / "equiv_status.txt").read_text()))
+        if not failed:
+            return True
+        if failed & outputs or failed <= unmatched:
+            return False
+        unmatched |= failed
+    return False
+
+
 def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dict:
     """A worker's job: is the mutant equivalent to the original (both flattened, from their
-    initial state, every input free)? First Yosys' ``equiv_make``/``equiv_induct`` (signals
-    matched by name, so a mutated cell is one ``$equiv`` to prove by induction); failing
-    that, a bounded search for a difference on the miter of the two (SymbiYosys BMC).
+    initial state, every input free)? Signal correspondence by induction
+    (:func:`_signal_correspondence`: equal for ``-seq`` cycles, they never diverge) and a
+    bounded search for a difference of the outputs on the miter of the two (SymbiYosys BMC,
+    :data:`EQUIVALENCE_DEPTH` cycles from reset, the induction's start): equivalent when the
+    first proves and the second finds nothing.
     ``status``: ``equivalent`` (proved), ``different`` (a counterexample: ``trace``, ``cycles``)
     or ``unknown`` (no difference within ``EQUIVALENCE_DEPTH`` cycles, not proved either)."""
     from memwall.formal import _tool
@@ -330,16 +362,15 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dic
     _yosys(f"{_READ}design -save original\n"
            f"hierarchy -top {module}\nflatten\nrename {module} gold\ndesign -stash gold\n"
            f"design -load original\n{mutation}\nhierarchy -top {module}\nflatten\n"
+           # Signals are matched by name, cells not: a mutated cell's readers would otherwise
+           # be paired input by input, against a constant.
+           f"rename -enumerate -pattern gate_cell_% c:*\n"
            f"rename {module} gate\ndesign -stash gate\n"
            "design -copy-from gold -as gold gold\ndesign -copy-from gate -as gate gate\n"
-           "design -save pair\n"
-           "equiv_make -inames gold gate equiv\nhierarchy -top equiv\n"
-           "equiv_simple -seq 4\nequiv_induct -seq 4\ntee -o equiv_status.txt equiv_status\n"
-           "design -load pair\n"
+           "write_rtlil pair.il\n"
            "miter -equiv -flatten -make_assert -ignore_gold_x gold gate miter\n"
            "hierarchy -top miter\nwrite_rtlil miter.il\n", work, "miter")
-    if "Equivalence successfully proven" in (work / "equiv_status.txt").read_text():
-        return {"status": "equivalent", "seconds": round(time.perf_counter() - started, 1)}
+    corresponds = _signal_correspondence(work)
     (work / "equiv.sby").write_text(
         f"[options]\nmode bmc\ndepth {EQUIVALENCE_DEPTH}\n\n[engines]\nsmtbmc z3\n\n"
         "[script]\nread_rtlil miter.il\nprep -top miter\n\n[files]\nmiter.il\n")
@@ -360,8 +391,11 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dic
         return {"status": "different", "seconds": seconds,
                 "cycles": int(cycles[-1]) if cycles and step else None,
                 "trace": str(traces[0]) if traces else None}
+    bounded = "DONE (PASS" in text
+    if corresponds and bounded:      # the induction's start: equal from reset (bounded)
+        return {"status": "equivalent", "seconds": seconds}
     return {"status": "unknown", "seconds": seconds,
-            "bounded": EQUIVALENCE_DEPTH if "DONE (PASS" in text else None}
+            "bounded": EQUIVALENCE_DEPTH if bounded else None}
 
 
 # --- the run and its report --------------------------------------------------------------------
@@ -524,9 +558,11 @@ def render_markdown(entries: list[dict]) -> str:
              f"samples (seed {SEED}) of its generated Verilog; a mutant is killed when a test "
              "of the family's regression that simulates the module fails (or runs past "
              f"{TIMEOUT_FACTOR}x the unmutated module's time). Surviving mutants were checked "
-             "for equivalence with the original (Yosys `equiv_induct`, then a SymbiYosys BMC "
-             f"of the miter to {EQUIVALENCE_DEPTH} cycles); equivalent ones leave the "
-             "denominator: score = killed / (mutants − equivalent).", ""]
+             "for equivalence with the original: equivalent when signal correspondence is proved "
+             "by induction (Yosys `equiv_induct`) and a SymbiYosys BMC of the two modules' "
+             f"outputs finds no difference in the {EQUIVALENCE_DEPTH} cycles from reset. "
+             "Equivalent mutants leave the denominator: score = killed / (mutants − "
+             "equivalent). A survivor that is not proved equivalent counts as surviving.", ""]
     for family in sorted({e["family"] for e in entries}):
         mine = [e for e in entries if e["family"] == family]
         killed = sum(e["killed"] for e in mine)

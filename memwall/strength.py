@@ -28,6 +28,9 @@ _KEEP = ("name", "status", "mode", "depth", "seconds", "doc")
 
 
 def _how(r: dict) -> str:
+    if r["status"] not in ("proved", "bounded"):
+        return "not established (see its log: a timeout or a tool error)" \
+            if r["status"] == "error" else "does not hold"
     if r["mode"] == "prove":
         return "every depth (k-induction)"
     return f"{r['depth']} cycles from reset (BMC)"

@@ -73,8 +73,8 @@ def test_the_mutant_replaces_its_module_and_coverage_is_recorded(tmp_path, monke
     mutant = text.replace("~", "")          # the inverter made a wire
     assert mutant != text
     spec = tmp_path / "mutant.json"
-    spec.write_text(json.dumps({"digest": module_digest(text, "inverter"), "module": "inverter",
-                                "verilog": mutant}))
+    spec.write_text(json.dumps({"replace": [{"digest": module_digest(text, "inverter"),
+                                             "module": "inverter", "verilog": mutant}]}))
     monkeypatch.setenv(MUTANT_ENV, str(spec))
     monkeypatch.setenv(COVERAGE_ENV, str(tmp_path))
     pair = _design(Pair(), "pair")
