@@ -105,7 +105,9 @@ class Sequencer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        core = _Datapath(self, m)
+        # Kept for formal harnesses, which state properties over its registers
+        # (memwall/families/dplena/properties_sequencer.py); no hardware depends on it.
+        self.datapath = core = _Datapath(self, m)
         # Two actions run in every cycle of their instruction, whatever its state. The select
         # lane's write-back comes before the FSM (V_SELECT_INT's set-up zeroes `retired` over
         # it); the stage capture after it (over S_MAP_V_FP's clearing of the stage).
