@@ -2,8 +2,11 @@
 """Dequantiser (MXFP8/BF16 -> Vector SRAM writes) simulated through the shared cocotb runner."""
 
 import pytest
+from amaranth.utils import exact_log2
 from memwall.hdl.dplena.dequant import DequantControl, Dequantiser
 from memwall.verif.common.runner import simulate
+
+from memwall.config import load_config
 
 TB = "memwall.verif.dplena.tb_dequant"
 TOP = "mx_dequantiser"
@@ -25,6 +28,16 @@ def test_exhaustive_lanes():
 def test_random_stream(vlen, beat_bytes, row_bits):
     simulate(Dequantiser(vlen, beat_bytes, row_bits), TOP, TB,
              _params(vlen, beat_bytes, row_bits), testcase="random_stream")
+
+
+@pytest.mark.sim
+def test_random_stream_at_regression_config():
+    """The dequantiser as dplena32 builds it: the modules the mutation run scores, checked in
+    seconds instead of through a whole core step."""
+    cfg = load_config("dplena32")
+    row_bits = exact_log2(cfg.vector_sram_rows)
+    simulate(Dequantiser(cfg.vlen, cfg.hbm_bytes_per_cycle, row_bits), TOP, TB,
+             _params(cfg.vlen, cfg.hbm_bytes_per_cycle, row_bits), testcase="random_stream")
 
 
 @pytest.mark.sim

@@ -3,6 +3,8 @@ from memwall.hdl.dplena.elementwise import ElementwiseUnit, ScalarFpUnit
 from memwall.hdl.dplena.stages import FpStages
 from memwall.verif.common.runner import simulate
 
+from memwall.config import load_config
+
 pytestmark = pytest.mark.sim   # every test here runs a cocotb simulation
 
 TB = "memwall.verif.dplena.tb_elementwise"
@@ -29,6 +31,21 @@ def test_scalar_fp_unit_single_lane(stages):
 def test_scalar_fp_lane_exhaustive():
     # The same lane module as the FP unit, 64 copies wide, to cover all 2**16 inputs quickly.
     simulate(ScalarFpUnit(64), "scalar_fp_unit", TB, {"lanes": 64}, testcase="scalar_ops")
+
+
+def test_elementwise_at_regression_config():
+    """The unit as dplena32 builds it (its lanes and FP depths): the modules the mutation run
+    scores, checked in seconds instead of through a whole core step."""
+    cfg = load_config("dplena32")
+    simulate(ElementwiseUnit(cfg.vlen, cfg.stages), "elementwise_unit", TB,
+             {"lanes": cfg.vlen, "vectors_per_op": 40}, testcase="elementwise_ops")
+
+
+def test_scalar_fp_unit_at_regression_config():
+    """The sequencer's scalar FP unit as dplena32 builds it (one lane, its FP depths)."""
+    cfg = load_config("dplena32")
+    simulate(ScalarFpUnit(1, cfg.stages), "scalar_fp_unit", TB,
+             {"lanes": 1, "exhaustive": False, "to_bf16_vectors": 300}, testcase="scalar_ops")
 
 
 def test_elementwise_verilator():

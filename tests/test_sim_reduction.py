@@ -3,6 +3,8 @@ from memwall.hdl.dplena.reduction import ReductionUnit
 from memwall.hdl.dplena.stages import FpStages
 from memwall.verif.common.runner import simulate
 
+from memwall.config import load_config
+
 pytestmark = pytest.mark.sim   # every test here runs a cocotb simulation
 
 TB = "memwall.verif.dplena.tb_reduction"
@@ -18,6 +20,14 @@ def test_pipelined_reduction(stages):
     """FP32 adders of ``stages``: tree levels of stages + 1, stages + 2 partial sums."""
     partials = FpStages(add_fp32=stages).sum_partials
     simulate(ReductionUnit(8, stages), "reduction_unit", TB, {"vlen": 8, "partials": partials})
+
+
+def test_reduction_at_regression_config():
+    """The unit as dplena32 builds it (32 lanes, its FP32 adder depth): the modules the
+    mutation run scores, checked in seconds instead of through a whole core step."""
+    cfg = load_config("dplena32")
+    simulate(ReductionUnit(cfg.vlen, cfg.stages.add_fp32), "reduction_unit", TB,
+             {"vlen": cfg.vlen, "partials": cfg.stages.sum_partials})
 
 
 def test_reduction_verilator():

@@ -46,10 +46,15 @@ async def _run(dut, cases, cmd_layout, operands, result_width=16):
                       rng=random.Random(cocotb.RANDOM_SEED + 1))
     cocotb.start_soon(sink.run())
 
+    # The command comes back with its result: every field (the tag over all its values) is
+    # checked, as a sequencer matches results by it.
+    commands = [pack_struct(cmd_layout, tag=n % 16, **fields)
+                for n, (fields, _, _) in enumerate(cases)]
+
     async def drive():
-        for n, (fields, ports, _) in enumerate(cases):
+        for command, (_, ports, _) in zip(commands, cases, strict=True):
             packed = {name: pack_lanes(ports[name], width) for name, width in operands.items()}
-            await source.send(pack_struct(cmd_layout, tag=n % 16, **fields), **packed)
+            await source.send(command, **packed)
 
     cocotb.start_soon(drive())
     observed = await sink.wait_for(len(cases), timeout_cycles=50 * len(cases) + 1000)
@@ -57,6 +62,7 @@ async def _run(dut, cases, cmd_layout, operands, result_width=16):
     for n, ((fields, _, expected), item) in enumerate(zip(cases, observed, strict=True)):
         got = unpack_lanes(item["y"], result_width, lanes).astype(np.uint16)
         board.compare(f"case {n} {fields.get('op')} y", expected.astype(np.uint16), got)
+        board.compare(f"case {n} command", commands[n], item["payload"])
     board.result()
 
 
