@@ -614,10 +614,10 @@ def render_markdown(entries: list[dict]) -> str:
              "of the family's regression that simulates the module fails (the fastest such "
              f"tests, up to {TEST_BUDGET_S} s of their measured time, so the score is a lower "
              f"bound) or runs past {TIMEOUT_FACTOR}x its measured time + {TIMEOUT_SLACK_S} s. "
-             "Surviving mutants were checked "
-             "for equivalence with the original: equivalent when signal correspondence is proved "
-             "by induction (Yosys `equiv_induct`) and a SymbiYosys BMC of the two modules' "
-             f"outputs finds no difference in the {EQUIVALENCE_DEPTH} cycles from reset. "
+             "Surviving mutants were checked for equivalence with the original: equivalent "
+             "when signal correspondence is proved by induction (Yosys `equiv_induct`) and a "
+             "SymbiYosys BMC of the two modules' outputs finds no difference in the "
+             f"{EQUIVALENCE_DEPTH} cycles from reset. "
              "Equivalent mutants leave the denominator: score = killed / (mutants − "
              "equivalent). A survivor that is not proved equivalent counts as surviving.", ""]
     for family in sorted({e["family"] for e in entries}):
@@ -634,7 +634,7 @@ def render_markdown(entries: list[dict]) -> str:
                 score += f" ({e['status']})"
             lines.append(f"| `{e['module']}` | {e['config']} | {e['mutants']} | {e['killed']} "
                          f"| {e['equivalent']} | {e['surviving']} | {score} | {e['tests']} "
-                         f"({e.get('covering', e['tests'])}) |")
+                         f"({e['covering']}) |")
         lines.append("")
         survivors = [(e, s) for e in mine for s in e["survivors"]]
         if survivors:
