@@ -377,7 +377,8 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dic
     :data:`EQUIVALENCE_DEPTH` cycles from reset, the induction's start): equivalent when the
     first proves and the second finds nothing.
     ``status``: ``equivalent`` (proved), ``different`` (a counterexample: ``trace``, ``cycles``)
-    or ``unknown`` (no difference within ``EQUIVALENCE_DEPTH`` cycles, not proved either)."""
+    or ``unknown`` (no difference within ``EQUIVALENCE_DEPTH`` cycles, not proved either, or a
+    tool failed: ``error``)."""
     # A decided result is kept beside the mutant (an ``unknown`` may be a timeout on a busy
     # machine, so it is tried again).
     kept_file = folder / module / f"equivalence_{tag}.json"
@@ -387,7 +388,11 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dic
         kept = json.loads(kept_file.read_text())
         if kept["key"] == key:
             return kept["result"]
-    result = _check_equivalence(folder, module, mutation, tag)
+    try:
+        result = _check_equivalence(folder, module, mutation, tag)
+    except (RuntimeError, OSError) as error:
+        # A tool failure decides nothing about the mutant; it must not cost the whole report.
+        result = {"status": "unknown", "error": str(error).splitlines()[0][:200]}
     if result["status"] != "unknown":
         kept_file.write_text(json.dumps({"key": key, "result": result}))
     return result
@@ -451,6 +456,8 @@ def _reason(module: str, mutation: str, equivalence: dict, notes: dict) -> str:
     if equivalence.get("status") == "different":
         return (f"not equivalent: the outputs differ {equivalence.get('cycles')} cycles after "
                 "reset, and no test drives that difference to a checked output")
+    if equivalence.get("error"):
+        return f"equivalence unknown: the check failed ({equivalence['error']})"
     bound = equivalence.get("bounded")
     return ("equivalence unknown: " + (f"no difference within {bound} cycles of reset, "
                                        if bound else "") + "not proved equivalent")
