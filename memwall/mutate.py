@@ -35,7 +35,10 @@ The report is ``reports/mutation.json`` (one object per module: ``module``, ``fa
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -144,13 +147,80 @@ def _design(config: str):
     return fam, top, design
 
 
+_MODULE_NAME = re.compile(r"^memwall(?:\.\w+)+$")
+
+
+def _module_files(name: str) -> list[Path]:
+    """The repository's files that importing ``name`` runs: the module and its packages'
+    ``__init__`` files."""
+    files: list[Path] = []
+    parts = name.split(".")
+    if parts[0] != "memwall":      # a library: not ours, and finding it would import it
+        return files
+    for depth in range(1, len(parts) + 1):
+        try:
+            spec = importlib.util.find_spec(".".join(parts[:depth]))
+        except (ImportError, ValueError, AttributeError):
+            break
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            break
+        path = Path(spec.origin).resolve()
+        if REPO_ROOT in path.parents and not path.relative_to(REPO_ROOT).parts[0].startswith("."):
+            files.append(path)
+    return files
+
+
+@functools.cache
+def _imports(path: Path) -> tuple[Path, ...]:
+    """The repository's files that ``path`` imports directly: its import statements at any
+    depth (function-level ones too) and module names in strings (a cocotb testbench is named,
+    not imported)."""
+    found: list[Path] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found += _module_files(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:      # relative: resolved by path
+                base = path.parent
+                for _ in range(node.level - 1):
+                    base = base.parent
+                stem = base.joinpath(*(node.module or "").split(".")) if node.module else base
+                names = [stem] if node.module else []
+                names += [stem / alias.name for alias in node.names]
+                found += [f for n in names for f in (n.with_suffix(".py"), n / "__init__.py")
+                          if f.is_file()]
+            elif node.module:
+                found += _module_files(node.module)
+                for alias in node.names:
+                    found += _module_files(f"{node.module}.{alias.name}")
+                # A test's sibling module (pytest puts the tests' folder on sys.path).
+                sibling = path.parent / f"{node.module.replace('.', '/')}.py"
+                found += [sibling] if sibling.is_file() else []
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and _MODULE_NAME.match(node.value):
+            found += _module_files(node.value)
+    return tuple(sorted(set(found)))
+
+
 def _tests_digest(tests) -> str:
+    """What the outcome of ``tests`` depends on: their files, ``tests/conftest.py`` and every
+    repository file they import, at any depth; and, as configs reach their family's hardware
+    through the plugin registry's dynamic imports, every ``hdl/`` file and every family's
+    declaration. A file added or changed elsewhere (a new test or testbench, another family's
+    model) leaves it, and the kept outcomes, as they were."""
+    todo = [REPO_ROOT / t.split("::")[0] for t in tests] + [REPO_ROOT / "tests" / "conftest.py",
+                                                            *(REPO_ROOT / "hdl").rglob("*.py")]
+    seen = {path.resolve() for path in (REPO_ROOT / "memwall" / "families").glob("*/__init__.py")}
+    while todo:
+        path = todo.pop().resolve()
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        todo += _imports(path)
     h = hashlib.sha1()
-    for path in sorted({REPO_ROOT / t.split("::")[0] for t in tests}):
-        h.update(path.read_bytes())
-    for path in sorted((REPO_ROOT / "hdl").rglob("*.py")) + sorted((REPO_ROOT / "verif")
-                                                                    .rglob("*.py")):
-        h.update(path.read_bytes())
+    for path in sorted(seen):
+        h.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -295,10 +365,16 @@ def run_mutant(replace: list[dict], tests: dict[str, float]) -> dict:
     cache = Path(replace[0]["file"]).with_suffix(".result.json")
     kept = json.loads(cache.read_text()) if cache.exists() else {}
     kept = kept if "runs" in kept else {"runs": {}}
+    keys = {test: hashlib.sha1(json.dumps([texts, test, SEED, _tests_digest([test])]).encode()
+                               ).hexdigest() for test in tests}
+    # A kept kill by any of the tests stands (a test added ahead of it need not run).
+    for test in tests:
+        run = kept["runs"].get(test)
+        if run and run["key"] == keys[test] and run["status"] in ("killed", "timeout"):
+            return {"status": run["status"], "by": test, "seconds": run["seconds"]}
     seconds = 0.0
     for test, bound in tests.items():
-        key = hashlib.sha1(json.dumps([texts, test, SEED, _tests_digest([test])]).encode()
-                           ).hexdigest()
+        key = keys[test]
         run = kept["runs"].get(test)
         if run is None or run["key"] != key:
             run = {"key": key, **_run_pytest(replace, [test], bound)}

@@ -3,9 +3,9 @@
 The host side of the core, shared by the regression (``tests/test_sim_core.py``), ``memwall run
 dplena`` and the power workload (:func:`memwall.families.dplena.power_workloads`): assemble the
 program for a workload, lay out the logits as HBM beats in prefetch order
-(:mod:`memwall.golden.hbm`), write them as a job file for ``tb_core`` (:func:`write_job`), run
-it under a simulator, and decode the output FIFO into the golden model's result dict (plus
-``cycles``).
+(:mod:`memwall.golden.hbm`), write them as a job file for ``tb_core`` (:func:`step_job`), run
+it under a simulator (:func:`run_words`, which runs any program) and decode the output FIFO
+into the golden model's result dict (plus ``cycles``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from memwall.hdl.dplena.config import DplenaConfig
 from memwall.hdl.dplena.core import TOP_NAME, DplenaCore
 from memwall.hdl.dplena.program import Program, Workload, generate
 
-__all__ = ["hbm_beats", "write_job", "run_core", "sampling_step"]
+__all__ = ["hbm_beats", "write_job", "step_job", "run_words", "run_core", "sampling_step"]
 
 
 def hbm_beats(program: Program, logits) -> np.ndarray:
@@ -49,23 +49,46 @@ def hbm_beats(program: Program, logits) -> np.ndarray:
     return np.concatenate(beats) if beats else np.zeros((0, width), np.uint8)
 
 
-def write_job(cfg: DplenaConfig, workload: Workload, logits, x, folder: Path, *,
-              stall: bool = False) -> dict:
-    """Write ``tb_core``'s job file for one step into ``folder``; returns the testbench params
-    (the job and result paths, ``stall``, the beat width) and the ``program``."""
-    program = generate(cfg, workload)
-    beats = hbm_beats(program, logits)
-    image = program.int_image(np.asarray(x, dtype=np.int64))
+def write_job(folder: Path, words, int_image: dict, beats: np.ndarray, n_out: int, *,
+              beat_bytes: int, stall: bool = False) -> dict:
+    """Write ``tb_core``'s job file into ``folder``: the program ``words``, the INT SRAM words
+    the host writes, the HBM beat stream and the number of output words; returns the
+    testbench params (the job and result paths, ``stall``, the beat width)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     job, result = folder / "job.npz", folder / "result.npz"
-    np.savez(job, program=np.asarray(program.words, dtype=np.uint64),
-             int_addr=np.asarray(list(image), dtype=np.int64),
-             int_data=np.asarray(list(image.values()), dtype=np.uint64),
-             beats=beats, n_out=program.output_words())
-    return {"params": {"job": str(job), "result": str(result), "stall": stall,
-                       "beat_bytes": cfg.hbm_bytes_per_cycle},
-            "program": program}
+    np.savez(job, program=np.asarray(list(words), dtype=np.uint64),
+             int_addr=np.asarray(list(int_image), dtype=np.int64),
+             int_data=np.asarray(list(int_image.values()), dtype=np.uint64),
+             beats=beats, n_out=n_out)
+    return {"job": str(job), "result": str(result), "stall": stall, "beat_bytes": beat_bytes}
+
+
+def step_job(cfg: DplenaConfig, workload: Workload, logits, x, folder: Path, *,
+             stall: bool = False) -> dict:
+    """:func:`write_job` for one sampling step of ``workload``: its program, INT SRAM image and
+    HBM beats; returns the testbench ``params`` and the ``program``."""
+    program = generate(cfg, workload)
+    params = write_job(folder, program.words, program.int_image(np.asarray(x, dtype=np.int64)),
+                       hbm_beats(program, logits), program.output_words(),
+                       beat_bytes=cfg.hbm_bytes_per_cycle, stall=stall)
+    return {"params": params, "program": program}
+
+
+def run_words(cfg: DplenaConfig, words, int_image: dict, beats: np.ndarray, n_out: int, *,
+              sim: str | None = None, seed: int | None = None, stall: bool = False,
+              keep_waves: Path | None = None) -> tuple[np.ndarray, int]:
+    """Run any program on ``cfg``'s core (:func:`write_job`'s inputs): the ``n_out`` words of
+    the output FIFO and the cycle count from ``start`` to HALT."""
+    from memwall.verif.common.runner import simulate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        params = write_job(Path(tmp), words, int_image, beats, n_out,
+                           beat_bytes=cfg.hbm_bytes_per_cycle, stall=stall)
+        simulate(DplenaCore(cfg), TOP_NAME, "memwall.verif.dplena.tb_core", params, sim=sim,
+                 seed=seed, keep_waves=keep_waves)
+        with np.load(params["result"]) as r:
+            return r["words"], int(r["cycles"])
 
 
 def run_core(cfg: DplenaConfig, workload: Workload, logits, x, *, sim: str | None = None,
@@ -80,16 +103,11 @@ def run_core(cfg: DplenaConfig, workload: Workload, logits, x, *, sim: str | Non
     ready. ``keep_waves``: keep the run's waveform there (VCD with Verilator), as
     :func:`memwall.verif.common.runner.simulate` does.
     """
-    from memwall.verif.common.runner import simulate
-
     x = np.asarray(x, dtype=np.int64)
-    with tempfile.TemporaryDirectory() as tmp:
-        job = write_job(cfg, workload, logits, x, Path(tmp), stall=stall)
-        program, params = job["program"], job["params"]
-        simulate(DplenaCore(cfg), TOP_NAME, "memwall.verif.dplena.tb_core", params, sim=sim,
-                 seed=seed, keep_waves=keep_waves)
-        with np.load(params["result"]) as r:
-            words, cycles = r["words"], int(r["cycles"])
+    program = generate(cfg, workload)
+    words, cycles = run_words(cfg, program.words, program.int_image(x),
+                              hbm_beats(program, logits), program.output_words(), sim=sim,
+                              seed=seed, stall=stall, keep_waves=keep_waves)
     out = program.decode_outputs(words)
     valid = x == workload.mask_id
     conf = np.where(valid, BF16.from_bits(out["confidence"]).astype(np.float32),

@@ -61,7 +61,7 @@ def core_workload(cfg: DplenaConfig) -> PowerWorkload:
     (dplena2048 is memory-bound: 32 beats a row at 64 B/cycle).
     """
     from memwall.hdl.dplena.core import TOP_NAME, DplenaCore
-    from memwall.verif.dplena.core_run import sampling_step, write_job
+    from memwall.verif.dplena.core_run import sampling_step, step_job
 
     from .model import default_v_chunk
     from .report import TABLE_II
@@ -76,7 +76,7 @@ def core_workload(cfg: DplenaConfig) -> PowerWorkload:
                                   chunk_rows=chunk_rows)
 
     def prepare(folder):
-        return write_job(sim, wl, logits, x, folder)["params"]
+        return step_job(sim, wl, logits, x, folder)["params"]
 
     core = f"{cfg.name} core" if sim is cfg else \
         (f"{cfg.name} core reduced to VLEN {sim.vlen} ({sim.banks} of {cfg.banks} Vector SRAM "
@@ -121,6 +121,7 @@ FAMILY = Family(
     report_sections=area_power.report_section,
     properties=_properties,
     regression_tests=("tests/test_sim_core.py",
+                      "tests/test_sim_isa.py",
                       "tests/test_sim_reduction.py",
                       "tests/test_sim_select.py",
                       "tests/test_sim_topk.py",

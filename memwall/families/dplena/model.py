@@ -4,7 +4,9 @@ instruction.
 The model runs the same program image the RTL runs (:func:`memwall.hdl.dplena.program.generate`):
 it executes the integer/branch instructions to follow the control flow (no FP value ever steers
 it) and charges each instruction the sequencer's cycles, with the prefetch engine running beside
-it. Costs, from :class:`memwall.hdl.dplena.sequencer.Sequencer` (``n`` = rows of a vector
+it. Costs (:class:`~memwall.families.dplena.interpreter.SequencerTiming`, which the
+instruction-level model of any program shares), from
+:class:`memwall.hdl.dplena.sequencer.Sequencer` (``n`` = rows of a vector
 operand, ``e`` = elements of an L-element operand, ``lv`` = log2 VLEN reduction-tree levels):
 
 =====================================  ==================================================
@@ -39,20 +41,24 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from memwall.golden.hbm import num_beats
 from memwall.hdl.dplena.config import DplenaConfig
-from memwall.hdl.dplena.isa import RED_FIRST, RED_LAST, Op
+from memwall.hdl.dplena.isa import Op
 from memwall.hdl.dplena.program import Program, Workload, WorkloadError, generate
-from memwall.hdl.dplena.reduction import sum_fold_cycles
+
+from .interpreter import SequencerTiming
 
 __all__ = ["CycleEstimate", "estimate", "default_v_chunk", "bound_cycles", "hbm_bytes"]
 
-_ONE = {Op.NOP, Op.HALT, Op.ADDI, Op.ADD, Op.SUB, Op.BNE, Op.BEQ, Op.S_ST_INT, Op.S_ST_FP,
-        Op.S_LI_F, Op.S_MOV_F, Op.S_MAX_IDX_F}
-_SCALAR_FP = {Op.S_EXP_BF, Op.S_RECIP_BF, Op.S_CVT_BF}
-_REDUCE = {Op.V_RED_MAX, Op.V_RED_SUM, Op.V_RED_MAX_IDX}
-_CATEGORY = {Op.H_PREFETCH_V: "memory", Op.H_WAIT: "memory", Op.H_STORE_INT: "memory",
-             Op.H_STORE_V: "memory"}
+_CONTROL = {Op.NOP, Op.HALT, Op.ADDI, Op.ADD, Op.SUB, Op.BNE, Op.BEQ}
+_VECTOR = {Op.V_RED_MAX, Op.V_RED_SUM, Op.V_RED_MAX_IDX, Op.V_SUB_VF, Op.V_EXP_V}
+_MEMORY = {Op.H_PREFETCH_V, Op.H_WAIT, Op.H_STORE_INT, Op.H_STORE_V}
+
+
+def _category(op: Op) -> str:
+    """Where the breakdown counts an instruction's cycles."""
+    if op in _CONTROL:
+        return "control"
+    return "vector" if op in _VECTOR else "memory" if op in _MEMORY else "scalar"
 
 
 @dataclass(frozen=True)
@@ -117,79 +123,36 @@ def estimate(cfg: DplenaConfig, wl: Workload, steps: int = 1,
     """Cycles of ``steps`` sampling steps of ``wl`` (each one run of the program)."""
     program = program or generate(cfg, wl)
     instrs = program.instrs
-    st = cfg.stages
-    levels = int(math.log2(cfg.vlen))
-    tree = st.tree_latency(levels)
-    scalar_cost = {Op.S_LD_INT: 2, Op.S_ADD_F: st.arith_cycles(st.add_fp32),
-                   Op.S_MUL_F: st.arith_cycles(st.mul_fp32),
-                   Op.S_SUB_BF: st.arith_cycles(st.add_bf16),
-                   **{op: 1 + st.scalar_fp_latency for op in _SCALAR_FP}}
-    sum_chunks = 0   # chunks of the running V_RED_SUM since its FIRST
-    fmt, width = wl.logits_format, cfg.hbm_bytes_per_cycle
+    timing = SequencerTiming(cfg)
     gp = [0] * 16
     # The start's FETCH cycle (the first instruction into the instruction register).
-    pc, now, dma_free, executed, beats_total = 0, 1, 1, 0, 0
+    pc, now, executed = 0, 1, 0
     breakdown = {"vector": 0, "memory": 0, "scalar": 0, "control": 1}
     while True:
         ins = instrs[pc]
         op = ins.op
         g1, g2 = gp[ins.rs1], gp[ins.rs2]
-        next_pc = pc + 1
-        category = "scalar"
-        if op in _ONE or op in scalar_cost:
-            cost = scalar_cost.get(op, 1)
-            if op in (Op.ADDI, Op.ADD, Op.SUB, Op.BNE, Op.BEQ, Op.HALT, Op.NOP):
-                category = "control"
-            if op == Op.ADDI:
-                gp[ins.rd] = g1 + ins.imm
-            elif op == Op.ADD:
-                gp[ins.rd] = g1 + g2
-            elif op == Op.SUB:
-                gp[ins.rd] = g1 - g2
-            elif op in (Op.BNE, Op.BEQ) and (g1 != g2) == (op == Op.BNE):
-                next_pc = pc + ins.imm
-                cost += 1   # FETCH
-            elif op == Op.S_LD_INT:
-                gp[ins.rd] = 0   # loads k, which never steers control flow
-        elif op in (Op.H_PREFETCH_V, Op.H_WAIT):
-            start = max(now, dma_free)
-            cost = start - now + 1
-            if op == Op.H_PREFETCH_V:
-                beats = num_beats(g1, fmt, width) if g1 else 0
-                beats_total += beats
-                dma_free = start + (beats + 2 if g1 else 1)
-            category = "memory"
-        elif op in _REDUCE:
-            n = -(-g2 // cfg.vlen)
-            cost = n + 3 + tree if ins.imm & RED_LAST else n + 2
-            if op == Op.V_RED_SUM:
-                sum_chunks = n if ins.imm & RED_FIRST else sum_chunks + n
-                if ins.imm & RED_LAST:
-                    cost += sum_fold_cycles(sum_chunks, st.add_fp32)
-            category = "vector"
-        elif op in (Op.V_SUB_VF, Op.V_EXP_V):
-            cost = -(-g2 // cfg.vlen) + 2 + st.elementwise_latency
-            category = "vector"
-        elif op in (Op.S_MAP_V_FP, Op.V_CMP_EQ_INT, Op.H_STORE_V):
-            cost = ins.imm + 3
-        elif op == Op.V_TOPK_MASK:
-            cost = ins.imm + 5
-        elif op == Op.V_SELECT_INT:
-            cost = 3 * ins.imm + 3
-        elif op == Op.H_STORE_INT:
-            cost = 2 * ins.imm + 2
-        else:
-            raise ValueError(f"cycle model: no cost for {op.name}")
-        category = _CATEGORY.get(op, category)
+        taken = op in (Op.BNE, Op.BEQ) and (g1 != g2) == (op == Op.BNE)
+        cost = timing.cost(ins, g1, g2, now, taken)
+        next_pc = pc + ins.imm if taken else pc + 1
+        if op == Op.ADDI:
+            gp[ins.rd] = g1 + ins.imm
+        elif op == Op.ADD:
+            gp[ins.rd] = g1 + g2
+        elif op == Op.SUB:
+            gp[ins.rd] = g1 - g2
+        elif op == Op.S_LD_INT:
+            gp[ins.rd] = 0   # loads k, which never steers control flow
         gp[0] = 0
-        breakdown[category] += cost
+        breakdown[_category(op)] += cost
         now += cost
         executed += 1
         if op == Op.HALT:
             break
         pc = next_pc
+    beats_total = timing.beats
     return CycleEstimate(cycles=now * steps, bound_cycles=bound_cycles(cfg, wl) * steps,
                          hbm_bytes=hbm_bytes(wl) * steps,
-                         streamed_bytes=beats_total * width * steps,
+                         streamed_bytes=beats_total * cfg.hbm_bytes_per_cycle * steps,
                          breakdown={k: v * steps for k, v in breakdown.items()},
                          v_chunk=wl.v_chunk, instructions=executed * steps)
