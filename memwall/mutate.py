@@ -51,6 +51,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from memwall.mutant_splice import design_verilog, module_digest
 from memwall.verif.common.runner import COVERAGE_ENV, MUTANT_ENV
 
 __all__ = ["design_verilog", "module_digest", "mutate", "render_markdown", "write_reports",
@@ -74,55 +75,6 @@ TEST_BUDGET_S = 90
 #: The induction (``equiv_induct -seq 4``) needs its pairs equal for its first 4 cycles; the
 #: bounded check covers the outputs for twice that.
 EQUIVALENCE_DEPTH, EQUIVALENCE_TIMEOUT_S = 8, 300
-
-
-# --- inside every simulation (memwall.verif.common.runner) -------------------------------------
-
-def _name_pattern(name: str) -> re.Pattern:
-    # The module's own name, escaped or not, in its header, its instances' types and the
-    # "<name>.<child>" names of Amaranth's own submodules.
-    return re.compile(rf"(?<![\w$.]){re.escape(chr(92))}?{re.escape(name)}(?=[\s(.;])")
-
-
-def module_digest(text: str, name: str) -> str:
-    """A module's identity: its Verilog with its own name blanked and, in each module of the
-    text, its continuous assignments sorted (their order means nothing in Verilog, and the
-    same component generated inside another design may list them in another order), hashed."""
-    canonical = []
-    for module in _name_pattern(name).sub("@", text).split("endmodule"):
-        lines = module.splitlines()
-        canonical += [line for line in lines if not line.startswith("  assign ")]
-        canonical += sorted(line for line in lines if line.startswith("  assign "))
-        canonical.append("endmodule")
-    return hashlib.sha1("\n".join(canonical).encode()).hexdigest()[:16]
-
-
-def _renamed(text: str, old: str, new: str) -> str:
-    return _name_pattern(old).sub(lambda m: m.group(0).replace(old, new), text)
-
-
-def design_verilog(design, sim: str) -> str:
-    """The design's Verilog as the simulation runner builds it for ``sim``, for ``memwall
-    mutate``'s runs: with :data:`COVERAGE_ENV`, the digests of its modules are recorded under
-    the current pytest test; with :data:`MUTANT_ENV`, the mutant replaces the module of its
-    digest."""
-    names = design.module_names
-    texts = {name: design.module_text(name) for name in names}
-    digests = {name: module_digest(texts[name], name) for name in names}
-    folder = os.environ.get(COVERAGE_ENV)
-    if folder:
-        test = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" (", 1)[0]
-        with open(Path(folder) / f"{os.getpid()}.jsonl", "a") as out:
-            out.write(json.dumps({"test": test, "sim": sim,
-                                  "modules": sorted(set(digests.values()))}) + "\n")
-    spec_path = os.environ.get(MUTANT_ENV)
-    if spec_path:
-        replace = {r["digest"]: r for r in json.loads(Path(spec_path).read_text())["replace"]}
-        for name in names:
-            if digests[name] in replace:
-                new = replace[digests[name]]
-                texts[name] = _renamed(new["verilog"], new["module"], name)
-    return "\n".join(texts[name] for name in names)
 
 
 # --- the config's modules and the regression's coverage ----------------------------------------
@@ -203,12 +155,12 @@ def _imports(path: Path) -> tuple[Path, ...]:
     return tuple(sorted(set(found)))
 
 
-def _tests_digest(tests) -> str:
+def _test_sources(tests) -> set[Path]:
     """What the outcome of ``tests`` depends on: their files, ``tests/conftest.py`` and every
     repository file they import, at any depth; and, as configs reach their family's hardware
     through the plugin registry's dynamic imports, every ``hdl/`` file and every family's
     declaration. A file added or changed elsewhere (a new test or testbench, another family's
-    model) leaves it, and the kept outcomes, as they were."""
+    model, this module) leaves the kept outcomes of ``tests`` as they were."""
     todo = [REPO_ROOT / t.split("::")[0] for t in tests] + [REPO_ROOT / "tests" / "conftest.py",
                                                             *(REPO_ROOT / "hdl").rglob("*.py")]
     seen = {path.resolve() for path in (REPO_ROOT / "memwall" / "families").glob("*/__init__.py")}
@@ -218,8 +170,12 @@ def _tests_digest(tests) -> str:
             continue
         seen.add(path)
         todo += _imports(path)
+    return seen
+
+
+def _tests_digest(tests) -> str:
     h = hashlib.sha1()
-    for path in sorted(seen):
+    for path in sorted(_test_sources(tests)):
         h.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 

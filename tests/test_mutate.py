@@ -12,6 +12,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from memwall.hdl.common.netlist import Design, unique_submodule
 
+from memwall import mutate as mutate_module
 from memwall import strength
 from memwall.mutate import (
     COVERAGE_ENV,
@@ -119,3 +120,22 @@ def test_committed_reports_are_what_the_generators_write():
     if formal:
         assert strength.FORMAL_MD.read_text() == strength.render_formal(formal)
     assert strength.readme_section(formal, entries) in strength.README.read_text()
+
+
+def test_kept_outcomes_follow_the_files_a_test_imports():
+    """A test's kept outcomes are keyed by what it imports (and all hardware): its testbench,
+    golden model and the hardware count; another family's testbench, a test it does not import
+    and the mutation machinery itself do not."""
+    root = mutate_module.REPO_ROOT
+    shield = {p.relative_to(root).as_posix()
+              for p in mutate_module._test_sources(["tests/test_sim_shield.py::x"])}
+    assert {"tests/test_sim_shield.py", "tests/conftest.py", "verif/common/runner.py",
+            "memwall/mutant_splice.py", "hdl/dplena/sequencer.py"} <= shield
+    assert any(p.startswith("verif/shield/") for p in shield)
+    assert any(p.startswith("golden/shield") for p in shield)
+    assert not {"verif/dplena/random_program.py", "tests/test_sim_isa.py",
+                "memwall/mutate.py"} & shield
+    # A test's sibling module and a cocotb testbench named by a string are followed.
+    blocks = {p.relative_to(root).as_posix()
+              for p in mutate_module._test_sources(["tests/test_sim_fp_blocks.py"])}
+    assert {"tests/test_fp_pipeline.py", "verif/common/tb_fp_block.py"} <= blocks

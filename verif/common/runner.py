@@ -108,7 +108,7 @@ def _write_sources(component, top_name: str, sim: str, tag: str) -> tuple[Path, 
     design = Design()
     design.add_top(component, top_name)
     if MUTANT_ENV in os.environ or COVERAGE_ENV in os.environ:   # memwall mutate's runs
-        from memwall.mutate import design_verilog
+        from memwall.mutant_splice import design_verilog
         text = design_verilog(design, sim)
     else:
         text = design.verilog()
