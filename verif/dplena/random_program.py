@@ -4,7 +4,8 @@ for the instruction-level test of the core (``tests/test_sim_isa.py``).
 A program is a random body and a fixed epilogue that makes the body's effects visible on the
 output FIFO: reductions of the rows the body may write, every GP register, the INT SRAM data
 areas, the FP SRAM, every FP register (its BF16 half, then its FP32 -> BF16 rounding, which
-depends on the low half) and lanes ``0..L-1`` of every body row. The body is built from
+depends on the low half, rounded twice so that what the FP unit's own path writes into the low
+half shows) and lanes ``0..L-1`` of every body row. The body is built from
 snippets, each setting its address and count registers with ``ADDI`` (random registers, so the
 register file's every port is used) before its instruction, so addresses stay in their areas
 whatever the random arithmetic between snippets left in the registers.
@@ -248,6 +249,9 @@ class _Builder:
             for reg in regs:
                 self.emit(Op.S_ST_FP, rd=reg, imm=reg)
             for reg in regs:
+                # Twice: the second rounds what the FP unit's path wrote into the low half,
+                # which is +0 unless that path is broken (a BF16 result is exact).
+                self.emit(Op.S_CVT_BF, rd=reg, rs1=reg)
                 self.emit(Op.S_CVT_BF, rd=reg, rs1=reg)
                 self.emit(Op.S_ST_FP, rd=reg, imm=len(regs) + reg)
             stage_fp_sram(2 * len(regs))
