@@ -2,16 +2,19 @@
 for the instruction-level test of the core (``tests/test_sim_isa.py``).
 
 A program is a random body and a fixed epilogue that makes the body's effects visible on the
-output FIFO: reductions of the rows the body may write, every GP register, the INT SRAM data
-areas, the FP SRAM, every FP register (its BF16 half, then its FP32 -> BF16 rounding, which
-depends on the low half, rounded twice so that what the FP unit's own path writes into the low
-half shows) and lanes ``0..L-1`` of every body row. The body is built from
-snippets, each setting its address and count registers with ``ADDI`` (random registers, so the
-register file's every port is used) before its instruction, so addresses stay in their areas
-whatever the random arithmetic between snippets left in the registers.
+output FIFO: reductions of the rows the body and the background prefetches may write, every GP
+register, the INT SRAM data areas, the FP SRAM, every FP register (its BF16 half, then its
+FP32 -> BF16 rounding, which depends on the low half, rounded twice so that what the FP unit's
+own path writes into the low half shows) and lanes ``0..L-1`` of every body row. The body is
+built from snippets, each setting its address and count registers with ``ADDI`` (random
+registers, so the register file's every port is used) before its instruction, so addresses stay
+in their areas whatever the random arithmetic between snippets left in the registers.
 
 The body keeps the rules the interpreter (:mod:`memwall.families.dplena.interpreter`) and the
-ISA's documented behaviour need: a prefetch is followed by ``H_WAIT``; vector counts are
+ISA's documented behaviour need: a prefetch is waited for (``H_WAIT``) before anything touches
+its rows, at once or, for a background prefetch into the other half of the Vector SRAM, after a
+few snippets that stay in the body's half (so the prefetch engine and the program overlap
+without a write collision, and the cycles stay exact); vector counts are
 ``>= 1``; an elementwise instruction writes in place or to rows it does not read; a FIRST-only
 reduction covers whole rows; ``V_SELECT_INT`` writes an area it does not read.
 """
@@ -36,6 +39,8 @@ __all__ = ["RandomProgram", "random_program"]
 #: Rows the body uses (its vector operands and results); the epilogue's staging row is the
 #: last row of the Vector SRAM.
 BODY_ROWS = 16
+#: Rows from the middle of the Vector SRAM on that background prefetches write.
+BACKGROUND_ROWS = 4
 #: INT SRAM: [0, 64) data the host writes and the body reads and writes, [64, 128) where
 #: V_SELECT_INT writes, and the GP register dump at the top.
 INT_DATA, INT_SELECT, INT_AREAS = 64, 64, 128
@@ -64,6 +69,8 @@ class _Builder:
         self.instrs: list[Instr] = []
         self.prefetches: list[Prefetch] = []
         self.beats: list[np.ndarray] = []
+        self.half = cfg.vector_sram_rows // 2     # the first row of the other half
+        self.waits_after = 0                      # snippets left before a background H_WAIT
 
     def emit(self, op: Op, **fields) -> None:
         self.instrs.append(Instr(op, **fields))
@@ -145,14 +152,23 @@ class _Builder:
               Op.S_CVT_BF, Op.S_MAX_IDX_F)[self.r(0, 7)]
         self.emit(op, rd=self.r(0, 15), rs1=self.r(0, 15), rs2=self.r(0, 15), rs3=self.any_reg())
 
-    def prefetch(self, rows: int | None = None, bf16: bool | None = None) -> None:
+    def prefetch(self, rows: int | None = None, bf16: bool | None = None,
+                 background: bool = False) -> None:
+        """A prefetch into the body's rows, waited for; or (``background``) into the other
+        half of the Vector SRAM, waited for only after the snippets that follow it, which
+        write the body's half meanwhile (no collision, so no stall: the cycles stay exact)."""
         vlen, rng = self.cfg.vlen, self.rng
         rows = self.r(0, 3) if rows is None else rows
         bf16 = bool(self.r(0, 1)) if bf16 is None else bf16
         count = rows * vlen
-        row, n = self.load([self.row_span(max(rows, 1)), count])
+        first = self.half + self.r(0, BACKGROUND_ROWS - max(rows, 1)) if background \
+            else self.row_span(max(rows, 1))
+        row, n = self.load([first, count])
         self.emit(Op.H_PREFETCH_V, rd=row, rs1=n, imm=PREFETCH_BF16 if bf16 else 0)
-        self.emit(Op.H_WAIT)
+        if background:
+            self.waits_after = self.r(1, 4)
+        else:
+            self.emit(Op.H_WAIT)
         if not count:
             return
         width = self.cfg.hbm_bytes_per_cycle
@@ -165,6 +181,10 @@ class _Builder:
             elements, scales = quantize(values.astype(np.float32))
             self.prefetches.append(Prefetch(elements=elements, scales=scales))
             self.beats.append(prefetch_beats_mx(elements, scales, width))
+
+    def background_prefetch(self) -> None:
+        if not self.waits_after:
+            self.prefetch(rows=self.r(1, 3), background=True)
 
     def reduce(self) -> None:
         op = (Op.V_RED_MAX, Op.V_RED_SUM, Op.V_RED_MAX_IDX)[self.r(0, 2)]
@@ -229,13 +249,14 @@ class _Builder:
     def epilogue(self) -> None:
         """Make the body's state visible; g1..g3 are its working registers (after the GP dump)."""
         cfg, L, vlen = self.cfg, self.L, self.cfg.vlen
-        stage_row, dump = cfg.vector_sram_rows - 1, cfg.int_sram_words - 20
+        stage_row, dump = cfg.vector_sram_rows - 1, cfg.int_sram_words - 24
         for reg in range(1, 16):
             self.emit(Op.S_ST_INT, rd=reg, imm=dump + reg)
         self.emit(Op.ADDI, rd=2, imm=stage_row)
 
         def stage_fp_sram(words: int) -> None:
             """FP SRAM words 0..words-1 to the FIFO, L at a time through the staging row."""
+            words = -(-words // L) * L
             self.emit(Op.ADDI, rd=1, imm=0)
             self.emit(Op.ADDI, rd=3, imm=words)
             self.emit(Op.S_MAP_V_FP, rd=2, rs1=1, imm=L)
@@ -244,7 +265,8 @@ class _Builder:
             self.emit(Op.BNE, rs1=1, rs2=3, imm=-3)
 
         stage_fp_sram(cfg.fp_sram_words)
-        for regs in (range(16), range(8)):
+        groups = [4 * g for g in range(BODY_ROWS // 4)] + [self.half]
+        for regs in (range(16), range(2 * len(groups))):
             # An FP register's BF16 half, then its FP32 -> BF16 rounding (its low half).
             for reg in regs:
                 self.emit(Op.S_ST_FP, rd=reg, imm=reg)
@@ -255,21 +277,22 @@ class _Builder:
                 self.emit(Op.S_CVT_BF, rd=reg, rs1=reg)
                 self.emit(Op.S_ST_FP, rd=reg, imm=len(regs) + reg)
             stage_fp_sram(2 * len(regs))
-            if len(regs) == 8:
+            if len(regs) < 16:
                 break
-            # Then every lane of the body's rows, four rows at a time: sums into f0, f2, ..,
-            # maxima into f1, f3, .. and their indices into g4..g7.
+            # Then every lane of the body's rows, four rows at a time, and of the background
+            # prefetches' rows: sums into f0, f2, .., maxima into f1, f3, .. and their indices
+            # into g4, g5, ..
             self.emit(Op.ADDI, rd=1, imm=4 * vlen)
-            for group in range(BODY_ROWS // 4):
-                self.emit(Op.ADDI, rd=2, imm=4 * group)
-                self.emit(Op.V_RED_SUM, rd=2 * group, rs1=2, rs2=1, imm=RED_FIRST | RED_LAST)
-                self.emit(Op.V_RED_MAX_IDX, rd=2 * group + 1, rs1=2, rs2=1, rs3=4 + group,
+            for n, row in enumerate(groups):
+                self.emit(Op.ADDI, rd=2, imm=row)
+                self.emit(Op.V_RED_SUM, rd=2 * n, rs1=2, rs2=1, imm=RED_FIRST | RED_LAST)
+                self.emit(Op.V_RED_MAX_IDX, rd=2 * n + 1, rs1=2, rs2=1, rs3=4 + n,
                           imm=RED_FIRST | RED_LAST)
             self.emit(Op.ADDI, rd=2, imm=stage_row)
-        for reg in range(4, 8):
-            self.emit(Op.S_ST_INT, rd=reg, imm=dump + 12 + reg)
+        for n in range(len(groups)):
+            self.emit(Op.S_ST_INT, rd=4 + n, imm=dump + 16 + n)
         self.emit(Op.ADDI, rd=1, imm=dump + 1)
-        self.emit(Op.H_STORE_INT, rs1=1, imm=19)
+        self.emit(Op.H_STORE_INT, rs1=1, imm=15 + len(groups))
         self.emit(Op.ADDI, rd=1, imm=0)
         self.emit(Op.H_STORE_INT, rs1=1, imm=INT_AREAS)
         # Lanes 0..L-1 of every body row.
@@ -282,6 +305,7 @@ class _Builder:
 
 _SNIPPETS = (("alu", 3), ("branch", 1.5), ("loop", 0.5), ("int_memory", 1.5),
              ("fp_store", 1.5), ("fp_load_imm", 2), ("fp_op", 4), ("prefetch", 1),
+             ("background_prefetch", 0.7),
              ("reduce", 2), ("elementwise", 1.5), ("l_element", 3), ("host_store", 1),
              ("idle", 0.3))
 
@@ -304,9 +328,15 @@ def random_program(cfg: DplenaConfig, seed: int) -> RandomProgram:
     room = cfg.imem_words - len(epilogue.instrs)
     while True:
         mark = (len(b.instrs), len(b.prefetches), len(b.beats))
+        waiting = b.waits_after
         getattr(b, names[rng.choice(len(names), p=weights / weights.sum())])()
-        if len(b.instrs) > room:
+        if waiting:
+            b.waits_after -= 1
+            if not b.waits_after:
+                b.emit(Op.H_WAIT)
+        if len(b.instrs) > room - 1:     # room for a background prefetch's H_WAIT
             del b.instrs[mark[0]:], b.prefetches[mark[1]:], b.beats[mark[2]:]
+            b.emit(Op.H_WAIT)
             break
     # INT SRAM data: a few small values (so V_CMP_EQ_INT matches) and random words.
     image = {a: int(rng.integers(0, 4)) if rng.random() < 0.5 else int(rng.integers(0, 1 << 32))
