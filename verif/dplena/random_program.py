@@ -40,7 +40,7 @@ __all__ = ["RandomProgram", "random_program"]
 #: last row of the Vector SRAM.
 BODY_ROWS = 16
 #: Rows from the middle of the Vector SRAM on that background prefetches write.
-BACKGROUND_ROWS = 4
+BACKGROUND_ROWS = 8
 #: INT SRAM: [0, 64) data the host writes and the body reads and writes, [64, 128) where
 #: V_SELECT_INT writes, and the GP register dump at the top.
 INT_DATA, INT_SELECT, INT_AREAS = 64, 64, 128
@@ -166,7 +166,7 @@ class _Builder:
         row, n = self.load([first, count])
         self.emit(Op.H_PREFETCH_V, rd=row, rs1=n, imm=PREFETCH_BF16 if bf16 else 0)
         if background:
-            self.waits_after = self.r(1, 4)
+            self.waits_after = self.r(0, 2)
         else:
             self.emit(Op.H_WAIT)
         if not count:
@@ -183,8 +183,15 @@ class _Builder:
             self.beats.append(prefetch_beats_mx(elements, scales, width))
 
     def background_prefetch(self) -> None:
+        """A long background prefetch, then at once a write to the body's half (elementwise,
+        or a row of the stage), so the engine's writes and the program's share the write port
+        in the same cycles; the ``H_WAIT`` comes at once or after up to two more snippets."""
+        if self.waits_after:
+            return
+        self.prefetch(rows=self.r(BACKGROUND_ROWS // 2, BACKGROUND_ROWS), background=True)
+        (self.elementwise, self.l_element)[self.r(0, 1)]()
         if not self.waits_after:
-            self.prefetch(rows=self.r(1, 3), background=True)
+            self.emit(Op.H_WAIT)
 
     def reduce(self) -> None:
         op = (Op.V_RED_MAX, Op.V_RED_SUM, Op.V_RED_MAX_IDX)[self.r(0, 2)]
@@ -265,30 +272,31 @@ class _Builder:
             self.emit(Op.BNE, rs1=1, rs2=3, imm=-3)
 
         stage_fp_sram(cfg.fp_sram_words)
-        groups = [4 * g for g in range(BODY_ROWS // 4)] + [self.half]
-        for regs in (range(16), range(2 * len(groups))):
-            # An FP register's BF16 half, then its FP32 -> BF16 rounding (its low half).
-            for reg in regs:
-                self.emit(Op.S_ST_FP, rd=reg, imm=reg)
-            for reg in regs:
-                # Twice: the second rounds what the FP unit's path wrote into the low half,
-                # which is +0 unless that path is broken (a BF16 result is exact).
-                self.emit(Op.S_CVT_BF, rd=reg, rs1=reg)
-                self.emit(Op.S_CVT_BF, rd=reg, rs1=reg)
-                self.emit(Op.S_ST_FP, rd=reg, imm=len(regs) + reg)
-            stage_fp_sram(2 * len(regs))
-            if len(regs) < 16:
-                break
-            # Then every lane of the body's rows, four rows at a time, and of the background
-            # prefetches' rows: sums into f0, f2, .., maxima into f1, f3, .. and their indices
-            # into g4, g5, ..
-            self.emit(Op.ADDI, rd=1, imm=4 * vlen)
-            for n, row in enumerate(groups):
-                self.emit(Op.ADDI, rd=2, imm=row)
-                self.emit(Op.V_RED_SUM, rd=2 * n, rs1=2, rs2=1, imm=RED_FIRST | RED_LAST)
-                self.emit(Op.V_RED_MAX_IDX, rd=2 * n + 1, rs1=2, rs2=1, rs3=4 + n,
-                          imm=RED_FIRST | RED_LAST)
-            self.emit(Op.ADDI, rd=2, imm=stage_row)
+        # Every FP register: its BF16 half, then its FP32 -> BF16 rounding, twice (the second
+        # rounds what the FP unit's own path wrote into the low half: +0 unless that path is
+        # broken, as a BF16 result is exact).
+        for reg in range(16):
+            self.emit(Op.S_ST_FP, rd=reg, imm=reg)
+        for reg in range(16):
+            self.emit(Op.S_CVT_BF, rd=reg, rs1=reg)
+            self.emit(Op.S_CVT_BF, rd=reg, rs1=reg)
+            self.emit(Op.S_ST_FP, rd=reg, imm=16 + reg)
+        stage_fp_sram(32)
+        # Every lane of the body's rows and of the background prefetches' rows, four rows at a
+        # time: the sum (its BF16 half and its rounding), the maximum and its index (g4, ..).
+        groups = [4 * g for g in range(BODY_ROWS // 4)] \
+            + [self.half + 4 * g for g in range(BACKGROUND_ROWS // 4)]
+        self.emit(Op.ADDI, rd=1, imm=4 * vlen)
+        for n, row in enumerate(groups):
+            self.emit(Op.ADDI, rd=2, imm=row)
+            self.emit(Op.V_RED_SUM, rd=0, rs1=2, rs2=1, imm=RED_FIRST | RED_LAST)
+            self.emit(Op.V_RED_MAX_IDX, rd=1, rs1=2, rs2=1, rs3=4 + n, imm=RED_FIRST | RED_LAST)
+            self.emit(Op.S_ST_FP, rd=0, imm=3 * n)
+            self.emit(Op.S_ST_FP, rd=1, imm=3 * n + 1)
+            self.emit(Op.S_CVT_BF, rd=0, rs1=0)
+            self.emit(Op.S_ST_FP, rd=0, imm=3 * n + 2)
+        self.emit(Op.ADDI, rd=2, imm=stage_row)
+        stage_fp_sram(3 * len(groups))
         for n in range(len(groups)):
             self.emit(Op.S_ST_INT, rd=4 + n, imm=dump + 16 + n)
         self.emit(Op.ADDI, rd=1, imm=dump + 1)
@@ -305,7 +313,7 @@ class _Builder:
 
 _SNIPPETS = (("alu", 3), ("branch", 1.5), ("loop", 0.5), ("int_memory", 1.5),
              ("fp_store", 1.5), ("fp_load_imm", 2), ("fp_op", 4), ("prefetch", 1),
-             ("background_prefetch", 0.7),
+             ("background_prefetch", 2),
              ("reduce", 2), ("elementwise", 1.5), ("l_element", 3), ("host_store", 1),
              ("idle", 0.3))
 
@@ -328,7 +336,7 @@ def random_program(cfg: DplenaConfig, seed: int) -> RandomProgram:
     room = cfg.imem_words - len(epilogue.instrs)
     while True:
         mark = (len(b.instrs), len(b.prefetches), len(b.beats))
-        waiting = b.waits_after
+        waiting = b.waits_after     # a background prefetch runs
         getattr(b, names[rng.choice(len(names), p=weights / weights.sum())])()
         if waiting:
             b.waits_after -= 1
