@@ -4,7 +4,8 @@ The sampling-step tests (``tests/test_sim_core.py``) run the one program the gen
 each case here runs a random program that fills dplena32's instruction memory with every
 instruction of the ISA, random registers and operands, branches and loops
 (:mod:`memwall.verif.dplena.random_program`), and checks the output FIFO word for word and the
-cycle count exactly against :func:`memwall.families.dplena.interpreter.run_program`. The
+cycle count exactly against :func:`memwall.families.dplena.interpreter.run_program` (two of the
+programs with HBM gaps and output back-pressure: the same words, no fewer cycles). The
 interpreter itself is checked against the cycle model and the sampling step's golden model
 below, so a disagreement here points at the RTL.
 """
@@ -14,6 +15,8 @@ import dataclasses
 import numpy as np
 import pytest
 from memwall.golden import dplena as golden
+from memwall.golden.mxfp8 import quantize
+from memwall.hdl.dplena.isa import Op
 from memwall.hdl.dplena.program import Workload, generate
 from memwall.verif.dplena.core_run import hbm_beats, run_words
 from memwall.verif.dplena.random_program import random_program
@@ -51,7 +54,6 @@ def test_random_programs_use_every_instruction():
     """Across the seeds, the bodies use every opcode of the ISA (the epilogue alone does not)."""
     cfg = load_config("dplena32")
     used = {i.op for seed in SEEDS for i in random_program(cfg, seed).instrs}
-    from memwall.hdl.dplena.isa import Op
     assert used == set(Op)
 
 
@@ -76,7 +78,6 @@ def test_interpreter_runs_the_sampling_step(mode, fmt):
     beats = hbm_beats(program, logits)
     assert len(beats) > 0
     # The prefetches' data, in program order, as the interpreter takes it.
-    from memwall.golden.mxfp8 import quantize
     z = np.asarray(logits, dtype=np.float32)
     data = []
     if fmt == "mxfp8":
