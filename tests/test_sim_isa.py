@@ -15,14 +15,13 @@ import dataclasses
 import numpy as np
 import pytest
 from memwall.golden import dplena as golden
-from memwall.golden.mxfp8 import quantize
 from memwall.hdl.dplena.isa import Op
 from memwall.hdl.dplena.program import Workload, generate
-from memwall.verif.dplena.core_run import hbm_beats, run_words
+from memwall.verif.dplena.core_run import hbm_beats, run_words, step_prefetches
 from memwall.verif.dplena.random_program import random_program
 
 from memwall.config import load_config
-from memwall.families.dplena.interpreter import Prefetch, run_program
+from memwall.families.dplena.interpreter import run_program
 from memwall.families.dplena.model import estimate
 
 SEEDS = (1, 2, 3, 4, 5, 6)
@@ -75,22 +74,9 @@ def test_interpreter_runs_the_sampling_step(mode, fmt):
     cfg = dataclasses.replace(load_config("dplena32"), stable_max=mode)
     wl, logits, x = _step(cfg, fmt)
     program = generate(cfg, wl)
-    beats = hbm_beats(program, logits)
-    assert len(beats) > 0
-    # The prefetches' data, in program order, as the interpreter takes it.
-    z = np.asarray(logits, dtype=np.float32)
-    data = []
-    if fmt == "mxfp8":
-        elements, scales = quantize(z)
-    else:
-        bits = golden.prepare_logits(z, "bf16")
-    for p in program.prefetches:
-        if fmt == "mxfp8":
-            first, last = p.start // 32, -(-(p.start + p.count) // 32)
-            data.append(Prefetch(elements=elements[p.b, p.l, p.start:p.start + p.count],
-                                 scales=scales[p.b, p.l, first:last]))
-        else:
-            data.append(Prefetch(bits=bits[p.b, p.l, p.start:p.start + p.count]))
+    # The prefetches' data, in program order, as the core's HBM stream carries it.
+    data = step_prefetches(program, logits)
+    assert len(hbm_beats(program, logits)) > 0
     got = run_program(cfg, program.words, program.int_image(np.asarray(x)), data)
     assert got["cycles"] == estimate(cfg, wl).cycles
     out = program.decode_outputs(np.asarray(got["out"], dtype=np.uint64))

@@ -14,7 +14,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from memwall.golden import hbm
 from memwall.golden.dplena import prepare_logits
 from memwall.golden.formats import BF16
 from memwall.golden.mxfp8 import quantize
@@ -22,31 +21,37 @@ from memwall.hdl.dplena.config import DplenaConfig
 from memwall.hdl.dplena.core import TOP_NAME, DplenaCore
 from memwall.hdl.dplena.program import Program, Workload, generate
 
-__all__ = ["hbm_beats", "write_job", "step_job", "run_words", "run_core", "sampling_step"]
+from memwall.families.dplena.interpreter import Prefetch, stream_beats
+
+__all__ = ["step_prefetches", "hbm_beats", "write_job", "step_job", "run_words", "run_core",
+           "sampling_step"]
 
 
-def hbm_beats(program: Program, logits) -> np.ndarray:
-    """The HBM beat stream of ``program``: every prefetch's beats, in program order.
+def step_prefetches(program: Program, logits) -> list[Prefetch]:
+    """The data of every prefetch of ``program``, in program order.
 
     ``logits`` is float32 (B, L, V); MXFP8 quantises whole rows (blocks of 32 along V), BF16
     rounds to nearest even.
     """
-    wl, width = program.workload, program.cfg.hbm_bytes_per_cycle
     z = np.asarray(logits, dtype=np.float32)
-    if wl.logits_format == "mxfp8":
+    if program.workload.logits_format == "mxfp8":
         elements, scales = quantize(z)
     else:
         bits = prepare_logits(z, "bf16")
-    beats = []
+    data = []
     for p in program.prefetches:
-        if wl.logits_format == "mxfp8":
+        if program.workload.logits_format == "mxfp8":
             first, last = p.start // 32, -(-(p.start + p.count) // 32)
-            beats.append(hbm.prefetch_beats_mx(elements[p.b, p.l, p.start:p.start + p.count],
-                                               scales[p.b, p.l, first:last], width))
+            data.append(Prefetch(elements=elements[p.b, p.l, p.start:p.start + p.count],
+                                 scales=scales[p.b, p.l, first:last]))
         else:
-            beats.append(hbm.prefetch_beats_bf16(bits[p.b, p.l, p.start:p.start + p.count],
-                                                 width))
-    return np.concatenate(beats) if beats else np.zeros((0, width), np.uint8)
+            data.append(Prefetch(bits=bits[p.b, p.l, p.start:p.start + p.count]))
+    return data
+
+
+def hbm_beats(program: Program, logits) -> np.ndarray:
+    """The HBM beat stream of ``program``: every prefetch's beats, in program order."""
+    return stream_beats(step_prefetches(program, logits), program.cfg.hbm_bytes_per_cycle)
 
 
 def write_job(folder: Path, words, int_image: dict, beats: np.ndarray, n_out: int, *,

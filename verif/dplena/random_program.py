@@ -21,16 +21,15 @@ reduction covers whole rows; ``V_SELECT_INT`` writes an area it does not read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from memwall.golden.formats import fp32_bits
-from memwall.golden.hbm import prefetch_beats_bf16, prefetch_beats_mx
 from memwall.golden.mxfp8 import quantize
 from memwall.hdl.dplena.config import DplenaConfig
 from memwall.hdl.dplena.isa import PREFETCH_BF16, RED_FIRST, RED_LAST, Instr, Op, encode
 
-from memwall.families.dplena.interpreter import Prefetch
+from memwall.families.dplena.interpreter import Prefetch, stream_beats
 
 from .stimulus import SPECIALS, bf16_vector
 
@@ -54,8 +53,8 @@ class RandomProgram:
 
     instrs: list[Instr]
     int_image: dict[int, int]
-    prefetches: list[Prefetch] = field(default_factory=list)
-    beats: np.ndarray | None = None
+    prefetches: list[Prefetch]
+    beats: np.ndarray
 
     @property
     def words(self) -> list[int]:
@@ -68,7 +67,6 @@ class _Builder:
         self.L = cfg.block_len
         self.instrs: list[Instr] = []
         self.prefetches: list[Prefetch] = []
-        self.beats: list[np.ndarray] = []
         self.half = cfg.vector_sram_rows // 2     # the first row of the other half
         self.waits_after = 0                      # snippets left before a background H_WAIT
 
@@ -171,16 +169,13 @@ class _Builder:
             self.emit(Op.H_WAIT)
         if not count:
             return
-        width = self.cfg.hbm_bytes_per_cycle
         if bf16:
             bits = bf16_vector(rng, count, _KINDS[self.r(0, len(_KINDS) - 1)])
             self.prefetches.append(Prefetch(bits=bits))
-            self.beats.append(prefetch_beats_bf16(bits, width))
         else:
             values = rng.normal(0, 4, count) * 2.0 ** rng.integers(-12, 12, count // 32).repeat(32)
             elements, scales = quantize(values.astype(np.float32))
             self.prefetches.append(Prefetch(elements=elements, scales=scales))
-            self.beats.append(prefetch_beats_mx(elements, scales, width))
 
     def background_prefetch(self) -> None:
         """A long background prefetch, then at once a write to the body's half (elementwise,
@@ -335,7 +330,7 @@ def random_program(cfg: DplenaConfig, seed: int) -> RandomProgram:
     epilogue.epilogue()
     room = cfg.imem_words - len(epilogue.instrs)
     while True:
-        mark = (len(b.instrs), len(b.prefetches), len(b.beats))
+        mark = (len(b.instrs), len(b.prefetches))
         waiting = b.waits_after     # a background prefetch runs
         getattr(b, names[rng.choice(len(names), p=weights / weights.sum())])()
         if waiting:
@@ -343,12 +338,11 @@ def random_program(cfg: DplenaConfig, seed: int) -> RandomProgram:
             if not b.waits_after:
                 b.emit(Op.H_WAIT)
         if len(b.instrs) > room - 1:     # room for a background prefetch's H_WAIT
-            del b.instrs[mark[0]:], b.prefetches[mark[1]:], b.beats[mark[2]:]
+            del b.instrs[mark[0]:], b.prefetches[mark[1]:]
             b.emit(Op.H_WAIT)
             break
     # INT SRAM data: a few small values (so V_CMP_EQ_INT matches) and random words.
     image = {a: int(rng.integers(0, 4)) if rng.random() < 0.5 else int(rng.integers(0, 1 << 32))
              for a in range(INT_DATA)}
-    width = cfg.hbm_bytes_per_cycle
-    beats = np.concatenate(b.beats) if b.beats else np.zeros((0, width), np.uint8)
-    return RandomProgram(b.instrs + epilogue.instrs, image, b.prefetches, beats)
+    return RandomProgram(b.instrs + epilogue.instrs, image, b.prefetches,
+                         stream_beats(b.prefetches, cfg.hbm_bytes_per_cycle))

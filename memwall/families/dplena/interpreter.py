@@ -34,7 +34,7 @@ from memwall.golden.fparith import (
     reduce_max_idx,
     reduce_sum,
 )
-from memwall.golden.hbm import num_beats
+from memwall.golden.hbm import num_beats, prefetch_beats_bf16, prefetch_beats_mx
 from memwall.golden.mxfp8 import dequantize
 from memwall.golden.transcendental import bf16_exp, bf16_recip
 from memwall.hdl.dplena.config import DplenaConfig
@@ -50,7 +50,7 @@ from memwall.hdl.dplena.isa import (
 )
 from memwall.hdl.dplena.reduction import sum_fold_cycles
 
-__all__ = ["SequencerTiming", "Prefetch", "run_program"]
+__all__ = ["SequencerTiming", "Prefetch", "stream_beats", "run_program"]
 
 _MASK32 = (1 << 32) - 1
 _BF16_ONE = 0x3F80
@@ -127,6 +127,18 @@ class Prefetch:
         if self.bits is not None:
             return np.asarray(self.bits, dtype=np.uint16)
         return np.asarray(dequantize(self.elements, self.scales), dtype=np.uint16)
+
+    def beats(self, beat_bytes: int) -> np.ndarray:
+        """Its HBM beats (:mod:`memwall.golden.hbm`'s layout)."""
+        if self.bits is not None:
+            return prefetch_beats_bf16(np.asarray(self.bits, dtype=np.uint16), beat_bytes)
+        return prefetch_beats_mx(self.elements, self.scales, beat_bytes)
+
+
+def stream_beats(prefetches: list[Prefetch], beat_bytes: int) -> np.ndarray:
+    """The HBM beat stream of ``prefetches``, in order."""
+    beats = [p.beats(beat_bytes) for p in prefetches]
+    return np.concatenate(beats) if beats else np.zeros((0, beat_bytes), np.uint8)
 
 
 def _bf16(x: int) -> np.ndarray:
