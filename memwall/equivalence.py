@@ -70,10 +70,9 @@ def _signal_correspondence(work: Path, deadline: float, rounds: int = 24) -> boo
         (work / "unmatched.txt").write_text("\n".join(sorted(unmatched)) + "\n")
         # ROMs (the exp/recip tables) as logic: equiv_make asserts on packed memories.
         run_yosys("read_rtlil pair.il\nmemory_map\nequiv_make -inames -blacklist unmatched.txt "
-               "gold gate equiv\nhierarchy -top equiv\nequiv_struct\nequiv_simple -seq 4\n"
-               "equiv_induct -seq 4\n"
-               "tee -q -o equiv_status.txt equiv_status\n", work, "correspondence",
-               max(1.0, deadline - time.perf_counter()))
+                  "gold gate equiv\nhierarchy -top equiv\nequiv_struct\nequiv_simple -seq 4\n"
+                  "equiv_induct -seq 4\ntee -q -o equiv_status.txt equiv_status\n", work,
+                  "correspondence", max(1.0, deadline - time.perf_counter()))
         failed = set(_UNPROVEN.findall((work / "equiv_status.txt").read_text()))
         if not failed:
             return True
@@ -99,19 +98,20 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dic
     # A decided result is kept beside the mutant (an ``unknown`` may be a timeout on a busy
     # machine, so it is tried again).
     kept_file = folder / module / f"equivalence_{tag}.json"
-    key = hashlib.sha1(json.dumps([(folder / "design.v").read_text(), module, mutation,
+    design = (folder / "design.v").read_text()
+    key = hashlib.sha1(json.dumps([design, module, mutation,
                                    EQUIVALENCE_DEPTH, MAX_CONTEXTS,
                                    EQUIVALENCE_MAX_LINES]).encode()).hexdigest()
     if kept_file.exists():
         kept = json.loads(kept_file.read_text())
         if kept["key"] == key:
             return kept["result"]
-    result = _bounded_check(folder, module, mutation, tag)
-    parents = _parents((folder / "design.v").read_text(), module)
+    result = _bounded_check(folder, design, module, mutation, tag)
+    parents = _parents(design, module)
     if result["status"] == "different" and 0 < len(parents) <= MAX_CONTEXTS:
         # Different at its own ports; the same change may still never reach its parents'
         # ports (an output its only reader ignores): then the design cannot tell it apart.
-        inside = {parent: _bounded_check(folder, module, mutation, tag, parent)
+        inside = {parent: _bounded_check(folder, design, module, mutation, tag, parent)
                   for parent in parents}
         if all(r["status"] == "equivalent" for r in inside.values()):
             result = {"status": "equivalent", "in": parents,
@@ -145,10 +145,11 @@ def _lines(text: str, module: str) -> int:
     return flat(module)
 
 
-def _bounded_check(folder: Path, module: str, mutation: str, tag: str,
+def _bounded_check(folder: Path, design: str, module: str, mutation: str, tag: str,
                    top: str | None = None) -> dict:
-    """:func:`_check_equivalence`, a tool failure or timeout counted as ``unknown``."""
-    lines = _lines((folder / "design.v").read_text(), top or module)
+    """:func:`_check_equivalence` (``design``: the text of ``folder/design.v``), a tool failure
+    or timeout counted as ``unknown``."""
+    lines = _lines(design, top or module)
     if lines > EQUIVALENCE_MAX_LINES:
         return {"status": "unknown", "seconds": 0,
                 "error": f"{top or module}: {lines} lines of Verilog with its submodules, beyond "
@@ -173,16 +174,17 @@ def _check_equivalence(folder: Path, module: str, mutation: str, tag: str,
     started = time.perf_counter()
     # One read (cell names carry a counter the mutation's names depend on), copied twice.
     run_yosys(f"{READ_DESIGN}design -save original\n"
-           f"hierarchy -top {top}\nflatten\nrename {top} gold\ndesign -stash gold\n"
-           f"design -load original\n{mutation}\nhierarchy -top {top}\nflatten\n"
-           # Signals are matched by name, cells not: a mutated cell's readers would otherwise
-           # be paired input by input, against a constant.
-           f"rename -enumerate -pattern gate_cell_% c:*\n"
-           f"rename {top} gate\ndesign -stash gate\n"
-           "design -copy-from gold -as gold gold\ndesign -copy-from gate -as gate gate\n"
-           "write_rtlil pair.il\n"
-           "miter -equiv -flatten -make_assert -ignore_gold_x gold gate miter\n"
-           "hierarchy -top miter\nwrite_rtlil miter.il\n", work, "miter", EQUIVALENCE_TIMEOUT_S)
+              f"hierarchy -top {top}\nflatten\nrename {top} gold\ndesign -stash gold\n"
+              f"design -load original\n{mutation}\nhierarchy -top {top}\nflatten\n"
+              # Signals are matched by name, cells not: a mutated cell's readers would
+              # otherwise be paired input by input, against a constant.
+              f"rename -enumerate -pattern gate_cell_% c:*\n"
+              f"rename {top} gate\ndesign -stash gate\n"
+              "design -copy-from gold -as gold gold\ndesign -copy-from gate -as gate gate\n"
+              "write_rtlil pair.il\n"
+              "miter -equiv -flatten -make_assert -ignore_gold_x gold gate miter\n"
+              "hierarchy -top miter\nwrite_rtlil miter.il\n", work, "miter",
+              EQUIVALENCE_TIMEOUT_S)
     # The correspondence proof has the same bound as the bounded check (a big module's
     # flattened miter can take a Yosys run longer than the whole sweep).
     corresponds = _signal_correspondence(work, time.perf_counter() + EQUIVALENCE_TIMEOUT_S)
