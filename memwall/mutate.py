@@ -51,7 +51,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from memwall.equivalence import EQUIVALENCE_DEPTH, READ_DESIGN, check_equivalence, run_yosys
+from memwall.equivalence import (
+    EQUIVALENCE_DEPTH,
+    EQUIVALENCE_MAX_LINES,
+    MAX_CONTEXTS,
+    READ_DESIGN,
+    check_equivalence,
+    run_yosys,
+)
 from memwall.mutant_splice import design_verilog, module_digest
 from memwall.verif.common.runner import COVERAGE_ENV, MUTANT_ENV
 
@@ -537,7 +544,10 @@ def render_markdown(entries: list[dict]) -> str:
              "Surviving mutants were checked for equivalence with the original: equivalent "
              "when signal correspondence is proved by induction (Yosys `equiv_induct`) and a "
              "SymbiYosys BMC of the two modules' outputs finds no difference in the "
-             f"{EQUIVALENCE_DEPTH} cycles from reset. "
+             f"{EQUIVALENCE_DEPTH} cycles from reset; a mutant different at its module's ports "
+             f"is checked again inside the module's parents (when it has at most {MAX_CONTEXTS}), "
+             "and equivalent in all of them is equivalent. Modules over "
+             f"{EQUIVALENCE_MAX_LINES} lines of flattened Verilog are not checked. "
              "Equivalent mutants leave the denominator: score = killed / (mutants − "
              "equivalent). A survivor that is not proved equivalent counts as surviving.", ""]
     for family in sorted({e["family"] for e in entries}):
