@@ -8,8 +8,10 @@ How strong is a regression? Break the hardware on purpose and count how often it
 2. **Coverage.** The family's regression (:attr:`memwall.family.Family.regression_tests`) runs
    once with every simulation recording the digests of the modules it contains
    (:data:`COVERAGE_ENV`) and pytest its durations: a module's tests are those that simulate
-   it, fastest first. A module no test simulates is reported as such (every mutant survives).
-   A mutant runs the fastest of them up to a budget of measured test time
+   it, the most focused first (the fewest modules in the test's design, then the fastest: a
+   unit's own test drives its ports harder than a core program does). A module no test
+   simulates is reported as such (every mutant survives).
+   A mutant runs the first of them up to a budget of measured test time
    (:data:`TEST_BUDGET_S`, at least one test): a slow test of a large config (the dplena512
    smoke run) would otherwise cost every survivor minutes. Skipping it can only leave a
    mutant alive that it would have killed, so the score is a lower bound.
@@ -77,8 +79,10 @@ SEED = 1
 #: Each test of a mutant may take this many times its measured time, plus the slack (a hang
 #: is a kill).
 TIMEOUT_FACTOR, TIMEOUT_SLACK_S = 3, 30
-#: Measured seconds of tests a mutant runs (fastest first, at least one).
+#: Measured seconds of tests a mutant runs (in coverage order, at least one).
 TEST_BUDGET_S = 90
+#: Bumped when the coverage's layout or the order of a module's tests changes.
+COVERAGE_FORMAT = 2
 
 # --- the config's modules and the regression's coverage ----------------------------------------
 
@@ -191,7 +195,7 @@ def coverage(tests: list[str], folder: Path, workers: int) -> dict:
     ``{"tests": {test: seconds}, "modules": {digest: [test, ...]}}``; cached in ``folder``
     while the tests, the hardware and the testbenches are unchanged."""
     cache = folder / "coverage.json"
-    key = _tests_digest(tests)
+    key = f"{COVERAGE_FORMAT}:{_tests_digest(tests)}"
     if cache.exists():
         cached = json.loads(cache.read_text())
         if cached.get("key") == key:
@@ -212,19 +216,24 @@ def coverage(tests: list[str], folder: Path, workers: int) -> dict:
         seconds[test] = seconds.get(test, 0.0) + float(value)
     modules: dict[str, set] = {}
     sims: dict[str, set] = {}
+    simulated: dict[str, set] = {}
     for record in records.glob("*.jsonl"):
         for line in record.read_text().splitlines():
             entry = json.loads(line)
             sims.setdefault(entry["test"], set()).add(entry["sim"])
+            simulated.setdefault(entry["test"], set()).update(entry["modules"])
             for digest in entry["modules"]:
                 modules.setdefault(digest, set()).add(entry["test"])
     verilated = {test for test, used in sims.items() if used == {"verilator"}}
-    # A mutant runs the Icarus tests of its module, fastest first. The Verilator runs (one per
-    # unit) repeat an Icarus test's testbench on the other simulator, and each mutant's
-    # build would be minutes of C++; they count only for a module no Icarus test simulates.
+    # A mutant runs the Icarus tests of its module, the most focused first: a test of the unit
+    # (few modules) checks every field of its ports, where a whole-core program reaches only
+    # what the core uses. The Verilator runs (one per unit) repeat an Icarus test's testbench on
+    # the other simulator, and each mutant's build would be minutes of C++; they count only for
+    # a module no Icarus test simulates.
     def chosen(tests: set) -> list:
         icarus = tests - verilated
-        return sorted(icarus or tests, key=lambda t: (seconds.get(t, 0.0), t))
+        return sorted(icarus or tests,
+                      key=lambda t: (len(simulated[t]), seconds.get(t, 0.0), t))
 
     result = {"key": key, "tests": seconds, "verilator": sorted(verilated),
               "modules": {d: chosen(t) for d, t in modules.items()}}
@@ -427,7 +436,7 @@ def mutate(config: str, modules: list[str] | None = None, count: int = DEFAULT_C
            workers: int | None = None, ray: str | None = None, progress=None,
            write_report: bool = True, root: Path = MUTATION_ROOT) -> list[dict]:
     """Mutation-score ``config``'s modules (all, or ``modules``) with ``count`` mutants each,
-    working in ``root/<config>``, each mutant running its module's fastest tests within
+    working in ``root/<config>``, each mutant running its module's most focused tests within
     :data:`TEST_BUDGET_S`; returns one entry per module and, with ``write_report``, merges them
     into the report."""
     from memwall.command import UsageError
@@ -492,8 +501,8 @@ def mutate(config: str, modules: list[str] | None = None, count: int = DEFAULT_C
 
 
 def _within_budget(tests: list[str], seconds: dict, budget_s: float) -> list[str]:
-    """The first of ``tests`` (fastest first) whose measured times add up to ``budget_s``;
-    at least one."""
+    """The first of ``tests`` (in :func:`coverage`'s order) whose measured times add up to
+    ``budget_s``; at least one."""
     chosen, spent = [], 0.0
     for test in tests:
         spent += seconds.get(test, 0.0)
@@ -538,8 +547,8 @@ def render_markdown(entries: list[dict]) -> str:
              "Generated by `make mutate` (`memwall mutate <config>` for each config below); "
              "see `memwall/mutate.py` for the method. Each module's mutants are Yosys `mutate` "
              f"samples (seed {SEED}) of its generated Verilog; a mutant is killed when a test "
-             "of the family's regression that simulates the module fails (the fastest such "
-             f"tests, up to {TEST_BUDGET_S} s of their measured time, so the score is a lower "
+             "of the family's regression that simulates the module fails (the most focused "
+             f"such tests, up to {TEST_BUDGET_S} s of their measured time, so the score is a lower "
              f"bound) or runs past {TIMEOUT_FACTOR}x its measured time + {TIMEOUT_SLACK_S} s. "
              "Surviving mutants were checked for equivalence with the original: equivalent "
              "when signal correspondence is proved by induction (Yosys `equiv_induct`) and a "

@@ -63,8 +63,9 @@ def record_proofs(config: str, results: list[dict]) -> None:
 def readme_section(formal: list[dict], mutation: list[dict]) -> str:
     lines = [BEGIN, "", "**Mutation score** (`make mutate`, details and every surviving mutant "
              "in [reports/mutation.md](reports/mutation.md)): killed / non-equivalent mutants "
-             "of each module, each mutant run against the fastest of the family's regression tests "
-             "that simulate its module (within a time budget, so a lower bound).", "",
+             "of each module, each mutant run against the most focused of the family's "
+             "regression tests that simulate its module (within a time budget, so a lower "
+             "bound).", "",
              "| family | config | modules | mutants | killed | equivalent | surviving | score "
              "| lowest module |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for family, config in sorted({(e["family"], e["config"]) for e in mutation}):
