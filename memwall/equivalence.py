@@ -24,8 +24,9 @@ EQUIVALENCE_DEPTH, EQUIVALENCE_TIMEOUT_S = 8, 300
 #: A survivor different at its module's ports is checked inside each of the module's parents
 #: when it has at most this many (a block shared by many units is not).
 MAX_CONTEXTS = 2
-#: Modules beyond this many lines of Verilog, flattened, are not checked: the miters of
-#: dplena32's sequencer, core or wider reduction trees outrun every bound above.
+#: Modules beyond this many lines of Verilog, flattened, are checked with their submodules cut
+#: out (see :func:`_bounded_check`), and not at all when still beyond it: the flattened miters
+#: of dplena32's sequencer, core or wider reduction trees outrun every bound above.
 EQUIVALENCE_MAX_LINES = 10_000
 
 
@@ -52,6 +53,18 @@ READ_DESIGN = "read_verilog -sv design.v\nproc\nmemory_collect\n"
 
 _UNPROVEN = re.compile(r"Unproven \$equiv \S+: (\S+)_gold(?: \[\d+\])? ")
 _GOLD_OUTPUTS = re.compile(r"^\s*wire (?:width \d+ )?output \d+ (\S+)$", re.M)
+_ALIAS = re.compile(r"^  connect ([\\$]\S+) ([\\$]\S+)$", re.M)
+
+
+def _aliases(module: str) -> dict[str, set]:
+    """The names of each whole wire of an RTLIL ``module`` joined by ``connect``: Yosys reports
+    an unproven pair under one of them, and ``equiv_make`` pairs every one."""
+    names: dict[str, set] = {}
+    for a, b in _ALIAS.findall(module):
+        joined = names.get(a, {a}) | names.get(b, {b})
+        for name in joined:
+            names[name] = joined
+    return names
 
 
 def _signal_correspondence(work: Path, deadline: float, rounds: int = 24) -> bool:
@@ -64,7 +77,9 @@ def _signal_correspondence(work: Path, deadline: float, rounds: int = 24) -> boo
     an output pair fails."""
     text = (work / "pair.il").read_text()
     gold = text[text.index("module \\gold"):]
-    outputs = set(_GOLD_OUTPUTS.findall(gold[:gold.index("\nend\n")]))
+    gold = gold[:gold.index("\nend\n")]
+    outputs = set(_GOLD_OUTPUTS.findall(gold))
+    aliases = _aliases(gold)
     unmatched: set[str] = set()
     for _ in range(rounds):
         (work / "unmatched.txt").write_text("\n".join(sorted(unmatched)) + "\n")
@@ -76,6 +91,7 @@ def _signal_correspondence(work: Path, deadline: float, rounds: int = 24) -> boo
         failed = set(_UNPROVEN.findall((work / "equiv_status.txt").read_text()))
         if not failed:
             return True
+        failed = set().union(*(aliases.get(name, {name}) for name in failed))
         if failed & outputs or failed <= unmatched:
             return False
         unmatched |= failed
@@ -91,10 +107,10 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dic
     first proves and the second finds nothing.
     ``status``: ``equivalent`` (proved), ``different`` (a counterexample: ``trace``, ``cycles``)
     or ``unknown`` (no difference within ``EQUIVALENCE_DEPTH`` cycles, not proved either, or a
-    tool failed: ``error``). A mutant different at its module's ports is checked again inside
-    each module that instantiates it (up to :data:`MAX_CONTEXTS` of them), flattened with the
-    mutant in place: equivalent in all of them (``in``: their names) is equivalent in the
-    design, which only reaches the module through them."""
+    tool failed: ``error``). A mutant not proved equivalent at its module's ports is checked
+    again inside each module that instantiates it (up to :data:`MAX_CONTEXTS` of them),
+    flattened with the mutant in place: equivalent in all of them (``in``: their names) is
+    equivalent in the design, which only reaches the module through them."""
     # A decided result is kept beside the mutant (an ``unknown`` may be a timeout on a busy
     # machine, so it is tried again).
     kept_file = folder / module / f"equivalence_{tag}.json"
@@ -108,9 +124,13 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dic
             return kept["result"]
     result = _bounded_check(folder, design, module, mutation, tag)
     parents = _parents(design, module)
-    if result["status"] == "different" and 0 < len(parents) <= MAX_CONTEXTS:
-        # Different at its own ports; the same change may still never reach its parents'
-        # ports (an output its only reader ignores): then the design cannot tell it apart.
+    worth_context = result["status"] == "different" or (result["status"] == "unknown"
+                                                        and "error" not in result)
+    if worth_context and 0 < len(parents) <= MAX_CONTEXTS:
+        # Different at its own ports, or not proved the same (without a timeout or tool
+        # failure); the change may still never reach its parents' ports (an output its only
+        # reader ignores, or a difference later than the bounded check looks): then the
+        # design cannot tell it apart.
         inside = {parent: _bounded_check(folder, design, module, mutation, tag, parent)
                   for parent in parents}
         if all(r["status"] == "equivalent" for r in inside.values()):
@@ -133,49 +153,85 @@ def _parents(text: str, module: str) -> list[str]:
             if module in {i.lstrip("\\") for i in _INSTANCE.findall(m.group(0))}]
 
 
-def _lines(text: str, module: str) -> int:
-    """Lines of Verilog of ``module`` flattened: its own and each instance's (an instance in
-    a ``generate`` loop counts once)."""
-    modules = {m.group(1).lstrip("\\"): m.group(0) for m in _MODULE.finditer(text)}
+def _modules(text: str) -> dict[str, str]:
+    return {m.group(1).lstrip("\\"): m.group(0) for m in _MODULE.finditer(text)}
+
+
+def _children(modules: dict[str, str], name: str) -> list[str]:
+    """The module types ``name`` instantiates, one entry per instance."""
+    return [i.lstrip("\\") for i in _INSTANCE.findall(modules[name])
+            if i.lstrip("\\") in modules]
+
+
+def _lines(text: str, module: str, cut: frozenset = frozenset()) -> int:
+    """Lines of Verilog of ``module`` flattened: its own and each instance's, those of the
+    module types in ``cut`` left out."""
+    modules = _modules(text)
 
     def flat(name: str) -> int:
-        body = modules[name]
-        return body.count("\n") + sum(flat(i.lstrip("\\")) for i in _INSTANCE.findall(body)
-                                      if i.lstrip("\\") in modules)
+        return modules[name].count("\n") + sum(flat(c) for c in _children(modules, name)
+                                               if c not in cut)
     return flat(module)
 
 
 def _bounded_check(folder: Path, design: str, module: str, mutation: str, tag: str,
                    top: str | None = None) -> dict:
     """:func:`_check_equivalence` (``design``: the text of ``folder/design.v``), a tool failure
-    or timeout counted as ``unknown``."""
+    or timeout counted as ``unknown``.
+
+    Past :data:`EQUIVALENCE_MAX_LINES` flattened, submodules that do not hold the mutant are
+    *cut*, the largest first until the rest is within the bound: their instances removed,
+    their inputs made outputs of the checked module and their outputs inputs of it, shared by
+    the original and the mutant. Equivalent so is
+    equivalent in the design (both then feed the cut submodules the same inputs, so these
+    return the same outputs); a difference may need outputs the submodules never give, so it
+    decides nothing (``unknown``)."""
+    cut: frozenset = frozenset()
     lines = _lines(design, top or module)
     if lines > EQUIVALENCE_MAX_LINES:
+        siblings = set(_children(_modules(design), top or module)) - {module}
+        for child in sorted(siblings, key=lambda c: (-_lines(design, c), c)):
+            cut |= {child}
+            lines = _lines(design, top or module, cut)
+            if lines <= EQUIVALENCE_MAX_LINES:
+                break
+    if lines > EQUIVALENCE_MAX_LINES:
         return {"status": "unknown", "seconds": 0,
-                "error": f"{top or module}: {lines} lines of Verilog with its submodules, beyond "
-                         f"the check's bound of {EQUIVALENCE_MAX_LINES}"}
+                "error": f"{top or module}: {lines} lines of Verilog with its submodules"
+                         + (" not cut" if cut else "") + ", beyond the check's bound of "
+                         f"{EQUIVALENCE_MAX_LINES}"}
     try:
-        return _check_equivalence(folder, module, mutation, tag, top)
+        result = _check_equivalence(folder, module, mutation, tag, top, cut)
     except (RuntimeError, OSError) as error:
         # A tool failure decides nothing about the mutant; it must not cost the whole report.
         return {"status": "unknown", "error": str(error).splitlines()[0][:200], "seconds": 0}
+    if cut:
+        result["cut"] = sorted(cut)
+        if result["status"] == "different":
+            result = {**result, "status": "unknown",
+                      "error": f"differs only with the outputs of {', '.join(sorted(cut))} free "
+                               f"(cycle {result.get('cycles')})"}
+    return result
 
 
 def _check_equivalence(folder: Path, module: str, mutation: str, tag: str,
-                       top: str | None = None) -> dict:
-    """The mutant against the original, both flattened from ``top`` (default: the module)."""
+                       top: str | None = None, cut: frozenset = frozenset()) -> dict:
+    """The mutant against the original, both flattened from ``top`` (default: the module),
+    with the instances of the module types in ``cut`` turned into ports."""
     from memwall.formal import sby_command
 
     work = folder / module / (f"equiv_{tag}" + (f"_in_{top}" if top else ""))
     top = top or module
+    # Each cut instance's ports become the top's, named "<instance>.<port>" in both.
+    evert = "".join(f"expose -evert {top}/t:{name}\n" for name in sorted(cut))
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     shutil.copy(folder / "design.v", work / "design.v")
     started = time.perf_counter()
     # One read (cell names carry a counter the mutation's names depend on), copied twice.
     run_yosys(f"{READ_DESIGN}design -save original\n"
-              f"hierarchy -top {top}\nflatten\nrename {top} gold\ndesign -stash gold\n"
-              f"design -load original\n{mutation}\nhierarchy -top {top}\nflatten\n"
+              f"hierarchy -top {top}\n{evert}flatten\nrename {top} gold\ndesign -stash gold\n"
+              f"design -load original\n{mutation}\nhierarchy -top {top}\n{evert}flatten\n"
               # Signals are matched by name, cells not: a mutated cell's readers would
               # otherwise be paired input by input, against a constant.
               f"rename -enumerate -pattern gate_cell_% c:*\n"

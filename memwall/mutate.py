@@ -26,7 +26,8 @@ How strong is a regression? Break the hardware on purpose and count how often it
    through the sweep runner (:mod:`memwall.sweep`): local processes or Ray.
 5. **Survivors.** Each survivor is checked for equivalence with the original (flattened, from
    the same initial state, inputs free): signal correspondence proved by induction, and no
-   output difference in a bounded run from reset (:func:`check_equivalence`). Equivalent
+   output difference in a bounded run from reset (:func:`check_equivalence`); if that fails,
+   again inside the module's parents, and for large designs with submodules cut out. Equivalent
    mutants leave the denominator; ``score = killed / (mutants - equivalent)``. A survivor's
    reason is its recorded note (:data:`NOTES`) or, if none, what the equivalence check found.
 
@@ -378,16 +379,16 @@ def _reason(module: str, mutation: str, equivalence: dict, notes: dict) -> str:
     noted = notes.get(module, {}).get(mutation)
     if noted:
         return noted
+    inside = "".join(f"; inside {parent}: {status}"
+                     for parent, status in equivalence.get("in", {}).items())
     if equivalence.get("status") == "different":
-        inside = "".join(f"; inside {parent}: {status}"
-                         for parent, status in equivalence.get("in", {}).items())
         return (f"not equivalent: the outputs differ {equivalence.get('cycles')} cycles after "
                 f"reset{inside}, and no test drives that difference to a checked output")
     if equivalence.get("error"):
-        return f"equivalence unknown: the check failed ({equivalence['error']})"
+        return f"equivalence unknown: {equivalence['error']}{inside}"
     bound = equivalence.get("bounded")
     return ("equivalence unknown: " + (f"no difference within {bound} cycles of reset, "
-                                       if bound else "") + "not proved equivalent")
+                                       if bound else "") + f"not proved equivalent{inside}")
 
 
 def _entry(target: Target, config: str, tests: list[str], mutants: list[dict], runs: dict,
@@ -553,10 +554,14 @@ def render_markdown(entries: list[dict]) -> str:
              "Surviving mutants were checked for equivalence with the original: equivalent "
              "when signal correspondence is proved by induction (Yosys `equiv_induct`) and a "
              "SymbiYosys BMC of the two modules' outputs finds no difference in the "
-             f"{EQUIVALENCE_DEPTH} cycles from reset; a mutant different at its module's ports "
-             f"is checked again inside the module's parents (when it has at most {MAX_CONTEXTS}), "
-             "and equivalent in all of them is equivalent. Modules over "
-             f"{EQUIVALENCE_MAX_LINES} lines of flattened Verilog are not checked. "
+             f"{EQUIVALENCE_DEPTH} cycles from reset; a mutant not proved equivalent at its "
+             "module's ports (a difference found, or none found and the proof failing) is "
+             "checked again inside the module's parents (when it has at most "
+             f"{MAX_CONTEXTS}), and equivalent in all of them is equivalent. Past "
+             f"{EQUIVALENCE_MAX_LINES} lines of flattened Verilog, the largest submodules "
+             "without the mutant are cut out (their outputs free and shared by the two "
+             "designs: equivalent then is equivalent, a difference decides nothing); modules "
+             "still past it are not checked. "
              "Equivalent mutants leave the denominator: score = killed / (mutants − "
              "equivalent). A survivor that is not proved equivalent counts as surviving.", ""]
     for family in sorted({e["family"] for e in entries}):
