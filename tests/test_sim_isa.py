@@ -7,7 +7,8 @@ instruction of the ISA, random registers and operands, branches and loops
 cycle count exactly against :func:`memwall.families.dplena.interpreter.run_program` (two of the
 programs with HBM gaps and output back-pressure: the same words, no fewer cycles). The
 interpreter itself is checked against the cycle model and the sampling step's golden model
-below, so a disagreement here points at the RTL.
+below, so a disagreement here points at the RTL. A restart keeps the state, and an undefined
+opcode stops the core and changes nothing (``test_undefined_opcodes_stop_and_change_nothing``).
 """
 
 import dataclasses
@@ -15,19 +16,26 @@ import dataclasses
 import numpy as np
 import pytest
 from memwall.golden import dplena as golden
-from memwall.hdl.dplena.isa import Op
+from memwall.hdl.dplena.isa import FIELDS, Op, encode
 from memwall.hdl.dplena.program import Workload, generate
 from memwall.verif.dplena.core_run import hbm_beats, run_words, step_prefetches
-from memwall.verif.dplena.random_program import random_program
+from memwall.verif.dplena.random_program import random_program, register_fill, state_dump
 
 from memwall.config import load_config
-from memwall.families.dplena.interpreter import run_program
+from memwall.families.dplena.interpreter import run_program, stream_beats
 from memwall.families.dplena.model import estimate
 
 SEEDS = (1, 2, 3, 4, 5, 6)
 #: Seeds run with random gaps in the HBM stream and back-pressure on the output FIFO (which
 #: then fills, and the stores wait): the words must not change; the cycles can only grow.
 STALLED = (5, 6)
+
+
+def _assert_same_words(words, expected) -> None:
+    mismatches = [(i, hex(int(got)), hex(exp)) for i, (got, exp) in
+                  enumerate(zip(words, expected, strict=True)) if int(got) != exp]
+    assert not mismatches, f"{len(mismatches)} output words differ (index, RTL, model): " \
+                           f"{mismatches[:8]}"
 
 
 @pytest.mark.sim
@@ -39,14 +47,43 @@ def test_random_program_matches_interpreter(seed):
     stall = seed in STALLED
     words, cycles = run_words(cfg, program.words, program.int_image, program.beats,
                               len(want["out"]), stall=stall)
-    mismatches = [(i, hex(int(got)), hex(exp)) for i, (got, exp) in
-                  enumerate(zip(words, want["out"], strict=True)) if int(got) != exp]
-    assert not mismatches, f"{len(mismatches)} output words differ (index, RTL, model): " \
-                           f"{mismatches[:8]}"
+    _assert_same_words(words, want["out"])
     if stall:
         assert cycles >= want["cycles"], (cycles, want["cycles"])
     else:
         assert cycles == want["cycles"], (cycles, want["cycles"])
+
+
+def _undefined(opcode: int, rd: int, rng) -> int:
+    """An instruction word of an undefined ``opcode``: destination ``rd``, the other fields
+    random (sources other than ``rd``)."""
+    fields = {"opcode": opcode, "rd": rd, "imm": int(rng.integers(0, 1 << 32)),
+              **{name: int(rng.choice([r for r in range(16) if r != rd]))
+                 for name in ("rs1", "rs2", "rs3")}}
+    return sum(value << FIELDS[name][0] for name, value in fields.items())
+
+
+@pytest.mark.sim
+def test_undefined_opcodes_stop_and_change_nothing():
+    """Every undefined opcode, with two random destination registers, started alone after a
+    program that fills the registers: each stops the core and changes nothing, which the last
+    program (the random programs' epilogue) shows: its words and cycles are the interpreter's
+    for the filled state. Registers and memories keep their values across a start."""
+    cfg = load_config("dplena32")
+    rng = np.random.default_rng(7)
+    fill = [encode(i) for i in register_fill(cfg, 7)]
+    dump = [encode(i) for i in state_dump(cfg)]
+    undefined = sorted(set(range(1 << FIELDS["opcode"][1])) - {int(op) for op in Op})
+    stops = [[_undefined(op, int(rd), rng)] for op in undefined
+             for rd in rng.choice(16, 2, replace=False)]
+    state = run_program(cfg, fill)["state"]
+    for stop in stops:
+        assert run_program(cfg, stop, state=state)["instructions"] == 1
+    want = run_program(cfg, dump, state=state)
+    words, cycles = run_words(cfg, fill, {}, stream_beats([], cfg.hbm_bytes_per_cycle),
+                              len(want["out"]), restarts=[*stops, dump])
+    _assert_same_words(words, want["out"])
+    assert cycles == want["cycles"], (cycles, want["cycles"])
 
 
 def test_random_programs_use_every_instruction():

@@ -55,17 +55,21 @@ def hbm_beats(program: Program, logits) -> np.ndarray:
 
 
 def write_job(folder: Path, words, int_image: dict, beats: np.ndarray, n_out: int, *,
-              beat_bytes: int, stall: bool = False) -> dict:
+              beat_bytes: int, stall: bool = False, restarts=()) -> dict:
     """Write ``tb_core``'s job file into ``folder``: the program ``words``, the INT SRAM words
-    the host writes, the HBM beat stream and the number of output words; returns the
-    testbench params (the job and result paths, ``stall``, the beat width)."""
+    the host writes, the HBM beat stream, the number of output words and the programs started
+    after it stops (``restarts``); returns the testbench params (the job and result paths,
+    ``stall``, the beat width)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     job, result = folder / "job.npz", folder / "result.npz"
+    more = {"restarts": np.asarray([w for r in restarts for w in r], dtype=np.uint64),
+            "restart_lengths": np.asarray([len(r) for r in restarts], dtype=np.int64)} \
+        if restarts else {}
     np.savez(job, program=np.asarray(list(words), dtype=np.uint64),
              int_addr=np.asarray(list(int_image), dtype=np.int64),
              int_data=np.asarray(list(int_image.values()), dtype=np.uint64),
-             beats=beats, n_out=n_out)
+             beats=beats, n_out=n_out, **more)
     return {"job": str(job), "result": str(result), "stall": stall, "beat_bytes": beat_bytes}
 
 
@@ -82,14 +86,15 @@ def step_job(cfg: DplenaConfig, workload: Workload, logits, x, folder: Path, *,
 
 def run_words(cfg: DplenaConfig, words, int_image: dict, beats: np.ndarray, n_out: int, *,
               sim: str | None = None, seed: int | None = None, stall: bool = False,
-              keep_waves: Path | None = None) -> tuple[np.ndarray, int]:
-    """Run any program on ``cfg``'s core (:func:`write_job`'s inputs): the ``n_out`` words of
-    the output FIFO and the cycle count from ``start`` to HALT."""
+              keep_waves: Path | None = None, restarts=()) -> tuple[np.ndarray, int]:
+    """Run any program on ``cfg``'s core (:func:`write_job`'s inputs), then each of
+    ``restarts`` in turn: the ``n_out`` words of the output FIFO and the cycle count of the
+    last program, from its ``start`` to HALT."""
     from memwall.verif.common.runner import simulate
 
     with tempfile.TemporaryDirectory() as tmp:
         params = write_job(Path(tmp), words, int_image, beats, n_out,
-                           beat_bytes=cfg.hbm_bytes_per_cycle, stall=stall)
+                           beat_bytes=cfg.hbm_bytes_per_cycle, stall=stall, restarts=restarts)
         simulate(DplenaCore(cfg), TOP_NAME, "memwall.verif.dplena.tb_core", params, sim=sim,
                  seed=seed, keep_waves=keep_waves)
         with np.load(params["result"]) as r:

@@ -33,7 +33,7 @@ from memwall.families.dplena.interpreter import Prefetch, stream_beats
 
 from .stimulus import SPECIALS, bf16_vector
 
-__all__ = ["RandomProgram", "random_program"]
+__all__ = ["RandomProgram", "random_program", "state_dump", "register_fill"]
 
 #: Rows the body uses (its vector operands and results); the epilogue's staging row is the
 #: last row of the Vector SRAM.
@@ -346,3 +346,21 @@ def random_program(cfg: DplenaConfig, seed: int) -> RandomProgram:
              for a in range(INT_DATA)}
     return RandomProgram(b.instrs + epilogue.instrs, image, b.prefetches,
                          stream_beats(b.prefetches, cfg.hbm_bytes_per_cycle))
+
+
+def state_dump(cfg: DplenaConfig) -> list[Instr]:
+    """The epilogue alone: a program that puts the state the last one left on the FIFO."""
+    b = _Builder(cfg, np.random.default_rng(0))
+    b.epilogue()
+    return b.instrs
+
+
+def register_fill(cfg: DplenaConfig, seed: int) -> list[Instr]:
+    """A program that sets every GP and FP register to a random value (then HALT)."""
+    b = _Builder(cfg, np.random.default_rng(seed))
+    for reg in range(1, 16):
+        b.emit(Op.ADDI, rd=reg, imm=b.r(1, 0x7FFFFFFF))
+    for reg in range(16):
+        b.emit(Op.S_LI_F, rd=reg, imm=b.fp32_pattern())
+    b.emit(Op.HALT)
+    return b.instrs

@@ -12,6 +12,10 @@ its cycle counter at HALT, so a test can compare a random program's run on the R
 (``tests/test_sim_isa.py``), where the sampling-step tests only run the program the generator
 writes.
 
+A start keeps the state the last program left (registers, SRAMs; ``state``), as the core
+does: its registers and memories are not cleared by ``start``. An undefined opcode stops the
+program and changes nothing (the sequencer goes back to idle).
+
 Prefetches complete at once here; the core streams them while the program runs on. A program
 agrees with the core only if it waits (``H_WAIT``) before it touches rows a prefetch writes,
 which is the discipline the generated programs keep and the random ones are built to.
@@ -39,6 +43,7 @@ from memwall.golden.mxfp8 import dequantize
 from memwall.golden.transcendental import bf16_exp, bf16_recip
 from memwall.hdl.dplena.config import DplenaConfig
 from memwall.hdl.dplena.isa import (
+    FIELDS,
     NUM_FP,
     NUM_GP,
     PREFETCH_BF16,
@@ -153,16 +158,14 @@ def _hi(f: int) -> int:
 class _Core:
     """The architectural state of the core and one instruction's effect on it."""
 
-    def __init__(self, cfg: DplenaConfig, int_image: dict[int, int], prefetches: list):
+    def __init__(self, cfg: DplenaConfig):
         self.cfg = cfg
         self.gp = [0] * NUM_GP
         self.fp = [0] * NUM_FP
         self.int_sram = [0] * cfg.int_sram_words
-        for addr, word in int_image.items():
-            self.int_sram[addr] = int(word) & _MASK32
         self.fp_sram = [0] * cfg.fp_sram_words
         self.rows = np.zeros((cfg.vector_sram_rows, cfg.vlen), dtype=np.uint16)
-        self.prefetches = list(prefetches)
+        self.prefetches: list[Prefetch] = []
         self.out: list[int] = []
         # The reduction unit's running operand since the last FIRST (V_RED_* without LAST).
         self.reduce_elements: list[np.ndarray] = []
@@ -290,25 +293,44 @@ class _Core:
             self.set_gp(ins.rs3, int(index))
 
 
+_OPCODES = {int(op) for op in Op}
+
+
+def _defined(word: int) -> bool:
+    offset, width = FIELDS["opcode"]
+    return (word >> offset) & ((1 << width) - 1) in _OPCODES
+
+
 def run_program(cfg: DplenaConfig, words, int_image: dict[int, int] | None = None,
-                prefetches: list[Prefetch] = (), max_instructions: int = 100_000) -> dict:
-    """Run ``words`` (64-bit instruction words, from address 0) to its HALT.
+                prefetches: list[Prefetch] = (), max_instructions: int = 100_000, *,
+                state: _Core | None = None) -> dict:
+    """Run ``words`` (64-bit instruction words, from address 0) to its HALT, or to an
+    undefined opcode (which stops it, changing nothing).
 
     ``int_image``: the INT SRAM words the host writes before the start; ``prefetches``: the
-    data of each ``H_PREFETCH_V`` with a non-zero count, in the order they run. Returns
-    ``out`` (the words pushed to the output FIFO, in order) and ``cycles`` (the core's cycle
-    counter at HALT) and ``instructions`` (executed)."""
-    core = _Core(cfg, int_image or {}, prefetches)
+    data of each ``H_PREFETCH_V`` with a non-zero count, in the order they run; ``state``: a
+    previous run's, for a restart (default: the state after a reset). Returns ``out`` (the
+    words this run pushed to the output FIFO, in order), ``cycles`` (the core's cycle counter
+    at HALT; None after an undefined opcode, whose timing is not modelled), ``instructions``
+    (executed) and ``state``."""
+    core = state or _Core(cfg)
+    for addr, word in (int_image or {}).items():
+        core.int_sram[addr] = int(word) & _MASK32
+    core.prefetches += list(prefetches)
+    first_out = len(core.out)
     timing = SequencerTiming(cfg)
-    instrs = [decode(int(w)) for w in words]
     pc, now = 0, 1      # the start's FETCH cycle
     for executed in range(1, max_instructions + 1):
-        ins = instrs[pc % len(instrs)]
+        word = int(words[pc % len(words)])
+        if not _defined(word):       # EXECUTE sends the sequencer back to idle
+            return {"out": core.out[first_out:], "cycles": None, "instructions": executed,
+                    "beats": timing.beats, "state": core}
+        ins = decode(word)
         g1, g2 = core.gp[ins.rs1], core.gp[ins.rs2]
         jump = core.step(ins)
         now += timing.cost(ins, g1, g2, now, taken=jump is not None)
         if ins.op == Op.HALT:
-            return {"out": core.out, "cycles": now, "instructions": executed,
-                    "beats": timing.beats}
+            return {"out": core.out[first_out:], "cycles": now, "instructions": executed,
+                    "beats": timing.beats, "state": core}
         pc = (pc + (1 if jump is None else jump)) % cfg.imem_words
     raise ValueError(f"no HALT within {max_instructions} instructions")
