@@ -26,6 +26,10 @@ def bf16_vector(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
         return np.where((x & 0x7F80) == 0x7F80, x & 0xBFFF, x).astype(np.uint16)
     if kind == "ties":          # few distinct values: many equal maxima
         return bf16_bits(rng.integers(-3, 3, n).astype(np.float32))
+    if kind == "near_ties":     # one sign, a few units apart: a wrong low bit of an ordered
+        #                         compare flips them, where random values are far apart
+        base = int(rng.integers(0x0100, 0x7E00)) | int(rng.integers(2)) << 15
+        return (base + rng.integers(-40, 41, n)).astype(np.uint16)
     if kind == "all_negative":
         return bf16_bits(-np.abs(rng.normal(0, 4, n)) - 0.5)
     if kind == "zeros":

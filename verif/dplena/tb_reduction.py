@@ -55,12 +55,14 @@ async def random_and_directed(dut):
     else:
         # chunk boundaries, and enough chunks to wrap the interleaved partial sums twice
         lengths = [1, vlen - 1, vlen, vlen + 1, 3 * vlen, 2 * vlen + 3, 11 * vlen + 3]
-        for kind in ("ties", "all_negative", "zeros", "specials", "nan", "denormal", "random"):
+        for kind in ("ties", "near_ties", "all_negative", "zeros", "specials", "nan", "denormal",
+                     "random"):
             for op in OPS:
                 vectors.append((op, bf16_vector(rng, int(rng.choice(lengths)), kind)))
         vectors.append(("SUM", order_sensitive(vlen)))
         for _ in range(tb_params().get("random_vectors", 30)):
-            kind = rng.choice(["random", "ties", "all_negative", "specials", "denormal", "wide"])
+            kind = rng.choice(["random", "ties", "near_ties", "all_negative", "specials",
+                               "denormal", "wide"])
             vectors.append((str(rng.choice(OPS)),
                             bf16_vector(rng, int(rng.integers(1, 4 * vlen)), str(kind))))
 

@@ -11,6 +11,7 @@ from memwall.golden.dplena import topk_mask
 from memwall.golden.fparith import bf16_key
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import Scoreboard, StreamSink, StreamSource, start, unpack_lanes
+from memwall.verif.dplena.stimulus import bf16_vector
 
 # BF16 patterns where a raw-bit or IEEE compare would go wrong: zeros, infinities, NaNs of both
 # signs and several payloads, subnormals, extremes and the negatives around them.
@@ -66,7 +67,7 @@ class TopkTestbench:
     # -- stimulus -------------------------------------------------------------------------------
     def random_values(self, n: int) -> np.ndarray:
         rng = self.rng
-        style = rng.integers(5)
+        style = rng.integers(6)
         if style == 0:  # any bit pattern: half negative, occasional NaN/inf/subnormal
             return rng.integers(0, 1 << 16, n, dtype=np.uint16)
         if style == 1:  # few distinct values (many ties), drawn from the specials
@@ -79,6 +80,8 @@ class TopkTestbench:
                             rng.integers(0, 1 << 16, n, dtype=np.uint16)).astype(np.uint16)
             order = np.argsort(bf16_key(vals), kind="stable")
             return vals[order if rng.random() < 0.5 else order[::-1]]
+        if style == 4:  # near-ties: one sign, keys a few units apart
+            return bf16_vector(rng, n, "near_ties")
         # small integers of both signs, -0 and +0: many ties
         small = rng.choice(np.array([-3, -2, -1, -0.0, 0.0, 1, 2, 3], np.float32), n)
         return (small.view(np.uint32) >> 16).astype(np.uint16)
