@@ -56,48 +56,6 @@ _GOLD_OUTPUTS = re.compile(r"^\s*wire (?:width \d+ )?output \d+ (\S+)$", re.M)
 _ALIAS = re.compile(r"^  connect ([\\$]\S+) ([\\$]\S+)$", re.M)
 
 
-#: Yosys' don't-care simplification: a mux input that is ``x`` (an unreachable case of a full
-#: case statement) takes the other input's value, and what is then unused goes.
-SIMPLIFY = "opt_expr -mux_undef\nopt_clean -purge\n"
-
-
-def _netlist(rtlil: str, module: str) -> list[str]:
-    """``module`` of an RTLIL text as the sorted list of its statements, attributes and cell
-    names left out (a cell's name means nothing to the circuit; a wire's stays)."""
-    body = rtlil[rtlil.index(f"\nmodule \\{module}\n"):]
-    statements, cell = [], None
-    for line in body[:body.index("\nend\n")].splitlines()[2:]:
-        text = line.strip()
-        if not text or text.startswith("attribute"):
-            continue
-        if line.startswith("  cell "):
-            cell = [" ".join(text.split()[:2])]
-        elif cell is not None and line == "  end":
-            statements.append("\n".join(cell))
-            cell = None
-        elif cell is not None:
-            cell.append(text)
-        else:
-            statements.append(text)
-    return sorted(statements)
-
-
-def _same_netlist(folder: Path, module: str, mutation: str, tag: str) -> bool:
-    """The mutant is the original's very netlist once both are flattened and their don't
-    cares simplified (:data:`SIMPLIFY`), as when the mutation only touches a path to an ``x``
-    that no reachable input selects. A check of seconds, for a module of any size."""
-    work = folder / module / f"same_{tag}"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    shutil.copy(folder / "design.v", work / "design.v")
-    flat = f"hierarchy -top {module}\nflatten\nhierarchy -top {module}\n{SIMPLIFY}"
-    run_yosys(f"{READ_DESIGN}design -save original\n{flat}write_rtlil gold.il\n"
-              f"design -load original\n{mutation}\n{flat}write_rtlil gate.il\n", work, "same",
-              EQUIVALENCE_TIMEOUT_S)
-    return _netlist((work / "gold.il").read_text(), module) \
-        == _netlist((work / "gate.il").read_text(), module)
-
-
 def _aliases(module: str) -> dict[str, set]:
     """The names of each whole wire of an RTLIL ``module`` joined by ``connect``: Yosys reports
     an unproven pair under one of them, and ``equiv_make`` pairs every one."""
@@ -146,8 +104,7 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dic
     (:func:`_signal_correspondence`: equal for ``-seq`` cycles, they never diverge) and a
     bounded search for a difference of the outputs on the miter of the two (SymbiYosys BMC,
     :data:`EQUIVALENCE_DEPTH` cycles from reset, the induction's start): equivalent when the
-    first proves and the second finds nothing. First, and for a module of any size: the same
-    netlist once both are flattened and their don't cares simplified (:func:`_same_netlist`).
+    first proves and the second finds nothing.
     ``status``: ``equivalent`` (proved), ``different`` (a counterexample: ``trace``, ``cycles``)
     or ``unknown`` (no difference within ``EQUIVALENCE_DEPTH`` cycles, not proved either, or a
     tool failed: ``error``). A mutant not proved equivalent at its module's ports is checked
@@ -165,16 +122,6 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dic
         kept = json.loads(kept_file.read_text())
         if kept["key"] == key:
             return kept["result"]
-    started = time.perf_counter()
-    try:
-        same = _same_netlist(folder, module, mutation, tag)
-    except (RuntimeError, OSError):
-        same = False
-    if same:
-        result = {"status": "equivalent", "by": "the same netlist without don't cares",
-                  "seconds": round(time.perf_counter() - started, 1)}
-        kept_file.write_text(json.dumps({"key": key, "result": result}))
-        return result
     result = _bounded_check(folder, design, module, mutation, tag)
     parents = _parents(design, module)
     worth_context = result["status"] == "different" or (result["status"] == "unknown"

@@ -26,8 +26,7 @@ How strong is a regression? Break the hardware on purpose and count how often it
    through the sweep runner (:mod:`memwall.sweep`): local processes or Ray.
 5. **Survivors.** Each survivor is checked for equivalence with the original (flattened, from
    the same initial state, inputs free): signal correspondence proved by induction, and no
-   output difference in a bounded run from reset, or the same netlist once don't cares are
-   simplified (:func:`check_equivalence`); if that fails,
+   output difference in a bounded run from reset (:func:`check_equivalence`); if that fails,
    again inside the module's parents, and for large designs with submodules cut out. Equivalent
    mutants leave the denominator; ``score = killed / (mutants - equivalent)``. A survivor's
    reason is its recorded note (:data:`NOTES`) or, if none, what the equivalence check found.
@@ -553,10 +552,7 @@ def render_markdown(entries: list[dict]) -> str:
              f"such tests, up to {TEST_BUDGET_S} s of their measured time, so the score is a lower "
              f"bound) or runs past {TIMEOUT_FACTOR}x its measured time + {TIMEOUT_SLACK_S} s. "
              "Surviving mutants were checked for equivalence with the original: equivalent "
-             "when the two flattened netlists are the same once Yosys has simplified their "
-             "don't cares (`opt_expr -mux_undef`: the mutation only touched a path to an `x` "
-             "no reachable input selects), or when "
-             "signal correspondence is proved by induction (Yosys `equiv_induct`) and a "
+             "when signal correspondence is proved by induction (Yosys `equiv_induct`) and a "
              "SymbiYosys BMC of the two modules' outputs finds no difference in the "
              f"{EQUIVALENCE_DEPTH} cycles from reset; a mutant not proved equivalent at its "
              "module's ports (a difference found, or none found and the proof failing) is "
