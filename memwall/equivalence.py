@@ -88,10 +88,13 @@ def _signal_correspondence(work: Path, deadline: float, rounds: int = 24) -> boo
                   "gold gate equiv\nhierarchy -top equiv\nequiv_struct\nequiv_simple -seq 4\n"
                   "equiv_induct -seq 4\ntee -q -o equiv_status.txt equiv_status\n", work,
                   "correspondence", max(1.0, deadline - time.perf_counter()))
-        failed = set(_UNPROVEN.findall((work / "equiv_status.txt").read_text()))
-        if not failed:
+        status = (work / "equiv_status.txt").read_text()
+        named = _UNPROVEN.findall(status)
+        if len(named) < status.count("Unproven $equiv"):
+            return False     # a pair not between two same-named signals: not ours to unmatch
+        if not named:
             return True
-        failed = set().union(*(aliases.get(name, {name}) for name in failed))
+        failed = set().union(*(aliases.get(name, {name}) for name in named))
         if failed & outputs or failed <= unmatched:
             return False
         unmatched |= failed
