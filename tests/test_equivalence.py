@@ -1,0 +1,75 @@
+"""The survivors' equivalence check (:mod:`memwall.equivalence`) on a small design: it must
+call an unchanged design equivalent, and must not call equivalent a mutant that a simulation
+could tell apart (an output changed, or an ``x`` chosen where the original gives a value)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from memwall.equivalence import READ_DESIGN, check_equivalence, run_yosys
+
+# ``t`` is a don't care (full_case, no arm) only where ``y`` takes ``a`` instead. ``y`` starts
+# at 0, as every register Amaranth writes does (an unset start would differ between the copies).
+DESIGN = """\
+module top(clk, s, a, b, y);
+  input clk;
+  input [2:0] s;
+  input [3:0] a;
+  input [3:0] b;
+  output reg [3:0] y = 4'd0;
+  reg [3:0] t;
+  always @* begin
+    t = a;
+    if (s[0]) begin
+      (* full_case *)
+      case (s[2:1])
+        2'd0: t = b;
+        2'd1: t = a ^ b;
+      endcase
+    end
+  end
+  always @(posedge clk) y <= (s[0] && s[2]) ? a : t;
+endmodule
+"""
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("equivalence")
+    (folder / "design.v").write_text(DESIGN)
+    (folder / "top").mkdir()
+    run_yosys(f"{READ_DESIGN}mutate -list 200 -seed 1 -none\n", folder, "list")
+    return folder
+
+
+def _mutation(folder: Path, pattern: str) -> str:
+    """The first mutation Yosys lists for ``top`` that matches ``pattern``."""
+    listed = (folder / "list.log").read_text().splitlines()
+    found = [line.strip() for line in listed if line.startswith("mutate ")
+             and re.search(pattern, line)]
+    assert found, f"Yosys listed no mutation matching {pattern!r}"
+    return found[0]
+
+
+def test_an_unchanged_design_is_equivalent(folder):
+    assert check_equivalence(folder, "top", "mutate -mode none", "none")["status"] \
+        == "equivalent"
+
+
+def test_a_mutant_that_chooses_an_x_is_not_equivalent(folder):
+    """The compare of ``case`` arm 0 tied to 0: ``t`` is then ``x`` where the original gives
+    ``b``, and ``y`` takes it. Simplifying both designs' don't cares would make them the same
+    netlist; the check must not."""
+    mutation = _mutation(folder, r"-mode const0 .*_CMP0 -port Y ")
+    result = check_equivalence(folder, "top", mutation, "x")
+    assert result["status"] != "equivalent", result
+
+
+def test_a_mutant_of_the_output_register_is_different(folder):
+    mutation = _mutation(folder, r"-mode inv .*-cell \$procdff\S* -port Q ")
+    result = check_equivalence(folder, "top", mutation, "q")
+    assert result["status"] == "different", result
+    assert result["cycles"] is not None and Path(result["trace"]).exists()
