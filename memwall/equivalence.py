@@ -185,10 +185,9 @@ def _bounded_check(folder: Path, design: str, module: str, mutation: str, tag: s
     Past :data:`EQUIVALENCE_MAX_LINES` flattened, submodules that do not hold the mutant are
     *cut*, the largest first until the rest is within the bound: their instances removed,
     their inputs made outputs of the checked module and their outputs inputs of it, shared by
-    the original and the mutant. Equivalent so is
-    equivalent in the design (both then feed the cut submodules the same inputs, so these
-    return the same outputs); a difference may need outputs the submodules never give, so it
-    decides nothing (``unknown``)."""
+    the original and the mutant. Equivalent so is equivalent in the design (both then feed
+    the cut submodules the same inputs, so these return the same outputs); a difference may
+    need outputs the submodules never give, so it decides nothing (``unknown``)."""
     cut: frozenset = frozenset()
     lines = _lines(design, top or module)
     if lines > EQUIVALENCE_MAX_LINES:
