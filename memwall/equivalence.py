@@ -13,6 +13,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from memwall.files import write_text_atomic
+
 __all__ = ["check_equivalence", "run_yosys", "READ_DESIGN", "EQUIVALENCE_DEPTH",
            "EQUIVALENCE_TIMEOUT_S", "MAX_CONTEXTS", "EQUIVALENCE_MAX_LINES"]
 
@@ -142,7 +144,7 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dic
         else:
             result["in"] = {parent: r["status"] for parent, r in inside.items()}
     if result["status"] != "unknown":
-        kept_file.write_text(json.dumps({"key": key, "result": result}))
+        write_text_atomic(kept_file, json.dumps({"key": key, "result": result}))
     return result
 
 

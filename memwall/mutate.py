@@ -62,6 +62,7 @@ from memwall.equivalence import (
     check_equivalence,
     run_yosys,
 )
+from memwall.files import write_text_atomic
 from memwall.mutant_splice import design_verilog, module_digest
 from memwall.verif.common.runner import COVERAGE_ENV, MUTANT_ENV
 
@@ -238,7 +239,7 @@ def coverage(tests: list[str], folder: Path, workers: int) -> dict:
 
     result = {"key": key, "tests": seconds, "verilator": sorted(verilated),
               "modules": {d: chosen(t) for d, t in modules.items()}}
-    cache.write_text(json.dumps(result, indent=1))
+    write_text_atomic(cache, json.dumps(result, indent=1))
     return result
 
 
@@ -276,7 +277,7 @@ def make_mutants(folder: Path, module: str, count: int, seed: int) -> list[dict]
     run_yosys("".join(script), out, "write")
     mutants = [{"id": i, "mutation": m, "mode": m.split()[2], "file": str(out / f"mutant_{i}.v")}
                for i, m in enumerate(mutations)]
-    made.write_text(json.dumps({"request": request, "mutants": mutants}, indent=1))
+    write_text_atomic(made, json.dumps({"request": request, "mutants": mutants}, indent=1))
     return mutants
 
 
@@ -335,7 +336,7 @@ def run_mutant(replace: list[dict], tests: dict[str, float]) -> dict:
             if run["status"] == "error":
                 return run
             kept["runs"][test] = run
-            cache.write_text(json.dumps(kept))
+            write_text_atomic(cache, json.dumps(kept))
         seconds += run["seconds"]
         if run["status"] != "survived":
             return {"status": run["status"], "by": test, "seconds": round(seconds, 1)}
@@ -532,9 +533,9 @@ def _control(folder: Path, covered: list[Target], tests: dict, cover: dict,
                           for t in covered], union, 3 * sum(cover["tests"].values()) + 600,
                          workers)
     if result["status"] == "survived":
-        kept_file.write_text(json.dumps({"modules": texts, "tests": union, "seed": SEED,
-                                         "sources": _tests_digest(union), "result": result},
-                                        indent=1))
+        write_text_atomic(kept_file, json.dumps({"modules": texts, "tests": union, "seed": SEED,
+                                                 "sources": _tests_digest(union),
+                                                 "result": result}, indent=1))
     return result
 
 
@@ -594,8 +595,6 @@ def render_markdown(entries: list[dict]) -> str:
 def write_reports(entries: list[dict], count: int) -> None:
     """Merge ``entries`` into ``reports/mutation.json`` (replacing the same config's modules)
     and rewrite ``reports/mutation.md``; the files are replaced whole, never half-written."""
-    from memwall.files import write_text_atomic
-
     old = json.loads(REPORT_JSON.read_text()) if REPORT_JSON.exists() else []
     replaced = {(e["config"], e["module"]) for e in entries}
     merged = [e for e in old if (e.get("config"), e["module"]) not in replaced]
