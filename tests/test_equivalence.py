@@ -1,6 +1,7 @@
-"""The survivors' equivalence check (:mod:`memwall.equivalence`) on a small design: it must
-call an unchanged design equivalent, and must not call equivalent a mutant that a simulation
-could tell apart (an output changed, or an ``x`` chosen where the original gives a value)."""
+"""The survivors' equivalence check (:mod:`memwall.equivalence`) on small designs: it must
+call an unchanged design equivalent, must not call equivalent a mutant that a simulation could
+tell apart (an output changed, or an ``x`` chosen where the original gives a value), and past
+its size bound must cut submodules out and then take no difference for a verdict."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from memwall import equivalence
 from memwall.equivalence import READ_DESIGN, check_equivalence, run_yosys
 
 # ``t`` is a don't care (full_case, no arm) only where ``y`` takes ``a`` instead. ``y`` starts
@@ -46,7 +48,7 @@ def folder(tmp_path_factory) -> Path:
 
 
 def _mutation(folder: Path, pattern: str) -> str:
-    """The first mutation Yosys lists for ``top`` that matches ``pattern``."""
+    """The first mutation Yosys listed (``folder/list.log``) that matches ``pattern``."""
     listed = (folder / "list.log").read_text().splitlines()
     found = [line.strip() for line in listed if line.startswith("mutate ")
              and re.search(pattern, line)]
@@ -73,3 +75,41 @@ def test_a_mutant_of_the_output_register_is_different(folder):
     result = check_equivalence(folder, "top", mutation, "q")
     assert result["status"] == "different", result
     assert result["cycles"] is not None and Path(result["trace"]).exists()
+
+
+# ``top`` reads its child's register; past the size bound the child is cut out.
+HIERARCHY = """\
+module child(clk, a, q);
+  input clk;
+  input [3:0] a;
+  output reg [3:0] q = 4'd0;
+  always @(posedge clk) q <= a;
+endmodule
+
+module top(clk, a, b, y);
+  input clk;
+  input [3:0] a;
+  input [3:0] b;
+  output reg [3:0] y = 4'd0;
+  wire [3:0] q;
+  child c (.clk(clk), .a(a), .q(q));
+  always @(posedge clk) y <= q ^ b;
+endmodule
+"""
+
+
+def test_past_the_size_bound_submodules_are_cut(tmp_path, monkeypatch):
+    """With the bound between ``top``'s own lines and ``top`` flattened, the child is cut out:
+    the unchanged design is still equivalent, and a difference found without the child's real
+    outputs decides nothing."""
+    (tmp_path / "design.v").write_text(HIERARCHY)
+    (tmp_path / "top").mkdir()
+    monkeypatch.setattr(equivalence, "EQUIVALENCE_MAX_LINES",
+                        equivalence._lines(HIERARCHY, "top", frozenset({"child"})))
+    assert equivalence._lines(HIERARCHY, "top") > equivalence.EQUIVALENCE_MAX_LINES
+    same = check_equivalence(tmp_path, "top", "mutate -mode none", "none")
+    assert same["status"] == "equivalent" and same["cut"] == ["child"], same
+    run_yosys(f"{READ_DESIGN}mutate -list 100 -seed 1 -none\n", tmp_path, "list")
+    inverted = _mutation(tmp_path, r"-mode inv -module top .*-port Q ")
+    result = check_equivalence(tmp_path, "top", inverted, "q")
+    assert result["status"] == "unknown" and "free" in result["error"], result
