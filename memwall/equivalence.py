@@ -168,11 +168,9 @@ def _children(modules: dict[str, str], name: str) -> list[str]:
             if i.lstrip("\\") in modules]
 
 
-def _lines(text: str, module: str, cut: frozenset = frozenset()) -> int:
-    """Lines of Verilog of ``module`` flattened: its own and each instance's, those of the
-    module types in ``cut`` left out."""
-    modules = _modules(text)
-
+def _lines(modules: dict[str, str], module: str, cut: frozenset = frozenset()) -> int:
+    """Lines of Verilog of ``module`` flattened (``modules``: :func:`_modules` of the design):
+    its own and each instance's, those of the module types in ``cut`` left out."""
     def flat(name: str) -> int:
         return modules[name].count("\n") + sum(flat(c) for c in _children(modules, name)
                                                if c not in cut)
@@ -191,12 +189,13 @@ def _bounded_check(folder: Path, design: str, module: str, mutation: str, tag: s
     the cut submodules the same inputs, so these return the same outputs); a difference may
     need outputs the submodules never give, so it decides nothing (``unknown``)."""
     cut: frozenset = frozenset()
-    lines = _lines(design, top or module)
+    modules = _modules(design)
+    lines = _lines(modules, top or module)
     if lines > EQUIVALENCE_MAX_LINES:
-        siblings = set(_children(_modules(design), top or module)) - {module}
-        for child in sorted(siblings, key=lambda c: (-_lines(design, c), c)):
+        siblings = set(_children(modules, top or module)) - {module}
+        for child in sorted(siblings, key=lambda c: (-_lines(modules, c), c)):
             cut |= {child}
-            lines = _lines(design, top or module, cut)
+            lines = _lines(modules, top or module, cut)
             if lines <= EQUIVALENCE_MAX_LINES:
                 break
     if lines > EQUIVALENCE_MAX_LINES:

@@ -104,9 +104,10 @@ def test_past_the_size_bound_submodules_are_cut(tmp_path, monkeypatch):
     outputs decides nothing."""
     (tmp_path / "design.v").write_text(HIERARCHY)
     (tmp_path / "top").mkdir()
+    modules = equivalence._modules(HIERARCHY)
     monkeypatch.setattr(equivalence, "EQUIVALENCE_MAX_LINES",
-                        equivalence._lines(HIERARCHY, "top", frozenset({"child"})))
-    assert equivalence._lines(HIERARCHY, "top") > equivalence.EQUIVALENCE_MAX_LINES
+                        equivalence._lines(modules, "top", frozenset({"child"})))
+    assert equivalence._lines(modules, "top") > equivalence.EQUIVALENCE_MAX_LINES
     same = check_equivalence(tmp_path, "top", "mutate -mode none", "none")
     assert same["status"] == "equivalent" and same["cut"] == ["child"], same
     run_yosys(f"{READ_DESIGN}mutate -list 100 -seed 1 -none\n", tmp_path, "list")
