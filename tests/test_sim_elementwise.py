@@ -29,8 +29,13 @@ def test_scalar_fp_unit_single_lane(stages):
 
 
 def test_scalar_fp_lane_exhaustive():
-    # The same lane module as the FP unit, 64 copies wide, to cover all 2**16 inputs quickly.
-    simulate(ScalarFpUnit(64), "scalar_fp_unit", TB, {"lanes": 64}, testcase="scalar_ops")
+    """Every BF16 input of EXP and RECIP, through 64 copies of the lane as dplena32 pipelines
+    it: the lane, exp and recip modules the mutation run scores. (The combinational lane has
+    the same arithmetic without the registers; ``test_scalar_fp_unit_single_lane[comb]``
+    samples it.)"""
+    stages = load_config("dplena32").stages
+    simulate(ScalarFpUnit(64, stages), "scalar_fp_unit", TB, {"lanes": 64},
+             testcase="scalar_ops")
 
 
 def test_elementwise_at_regression_config():

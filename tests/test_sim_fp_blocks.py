@@ -28,7 +28,7 @@ TB = "memwall.verif.common.tb_fp_block"
 #: Each block's depth field in FpStages.
 DEPTH_FIELD = {"add_bf16": "add_bf16", "add_fp32": "add_fp32", "mul_bf16": "mul_bf16",
                "mul_fp32": "mul_fp32", "cvt": "to_bf16", "exp": "exp", "recip": "recip"}
-#: Operand sets per block: the Amaranth tests' mix, then (two-operand blocks) short mantissas.
+#: Operands per block: the Amaranth tests' mix (VECTORS), then each class of EXTRA (SHORT each).
 VECTORS, SHORT = 2500, 1500
 
 
@@ -59,13 +59,61 @@ def _short_mantissas(name: str, n: int, rng: np.random.Generator) -> dict[str, n
     return values
 
 
+def _cancellations(name: str, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Adds of nearly opposite operands: equal or neighbouring exponents, the fractions
+    differing in their low ``k`` bits for every ``k``, so the result has every count of
+    leading zeros and the normalising shift and its leading-zero count are all exercised."""
+    fmt = BF16 if name.endswith("bf16") else FP32
+    man, sign_bit = fmt.man_bits, 1 << (fmt.width - 1)
+    a = ((rng.integers(2, fmt.exp_max - 1, n) << man) | rng.integers(0, 1 << man, n))
+    low = (1 << (np.arange(n) % (man + 1))) - 1                 # k = 0 .. man low bits
+    b = (a & ~low) | (rng.integers(0, 1 << man, n) & low)
+    b = b - (rng.random(n) < 0.3).astype(np.int64) * (1 << man)  # the exponent below, a third
+    sub = rng.integers(0, 2, n)
+    a_sign = rng.integers(0, 2, n) * sign_bit
+    b_sign = np.where(sub == 1, a_sign, a_sign ^ sign_bit)      # effective subtraction
+    return {"a": (a | a_sign).astype(fmt.uint), "b": (b | b_sign).astype(fmt.uint), "sub": sub}
+
+
+def _subnormal_factors(name: str, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Products of a subnormal (each count of leading zeros in turn) and an operand large
+    enough to bring the product back to the normal range: the subnormal's normalising
+    shift."""
+    fmt = BF16 if name.endswith("bf16") else FP32
+    man = fmt.man_bits
+    lead = np.arange(n) % man                                     # leading zeros of the fraction
+    frac = (1 << (man - 1 - lead)) | (rng.integers(0, 1 << man, n) & ((1 << (man - 1 - lead)) - 1))
+    big = np.clip(2 * fmt.bias - 1 + rng.integers(-man, man, n), 1, fmt.exp_max - 1)
+    sign = rng.integers(0, 2, (2, n)) << (fmt.width - 1)
+    a = sign[0] | frac
+    b = sign[1] | (big << man) | rng.integers(0, 1 << man, n)
+    swap = rng.random(n) < 0.5
+    a, b = np.where(swap, b, a), np.where(swap, a, b)
+    return {"a": a.astype(fmt.uint), "b": b.astype(fmt.uint)}
+
+
+def _sticky_ties(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """FP32 -> BF16 ties but for one sticky bit, each bit in turn, with even and odd BF16
+    results: a sticky bit left out rounds them to even."""
+    turn = np.arange(n)
+    even = np.where(turn // 15 % 2 == 0, 0xFFFE0000, 0xFFFF0000)
+    a = (rng.integers(0, 1 << 32, n) & even) | 0x8000 | (1 << (turn % 15))
+    return {"a": a.astype(np.uint32)}
+
+
+#: Per block, its extra operand classes beside the Amaranth tests' mix.
+EXTRA = {"add_bf16": [_short_mantissas, _cancellations],
+         "add_fp32": [_short_mantissas, _cancellations],
+         "mul_bf16": [_short_mantissas, _subnormal_factors],
+         "mul_fp32": [_short_mantissas, _subnormal_factors],
+         "cvt": [lambda name, n, rng: _sticky_ties(n, rng)]}
+
+
 def _inputs(name: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Operands in the golden models' own dtypes."""
-    mixed = _vectors(name, VECTORS, rng)
-    if name in ("cvt", "exp", "recip"):
-        return mixed
-    short = _short_mantissas(name, SHORT, rng)
-    return {port: np.concatenate([mixed[port], short[port]]) for port in mixed}
+    parts = [_vectors(name, VECTORS, rng)]
+    parts += [extra(name, SHORT, rng) for extra in EXTRA.get(name, [])]
+    return {port: np.concatenate([part[port] for part in parts]) for port in parts[0]}
 
 
 @pytest.mark.parametrize("name", sorted(BLOCKS))

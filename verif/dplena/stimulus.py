@@ -32,6 +32,10 @@ def bf16_vector(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
         return (base + rng.integers(-40, 41, n)).astype(np.uint16)
     if kind == "all_negative":
         return bf16_bits(-np.abs(rng.normal(0, 4, n)) - 0.5)
+    if kind == "masked":        # masked logits: -inf but for about one lane in eight, so
+        #                         whole sub-trees and chunks have -inf as their maximum
+        x = bf16_bits(rng.normal(0, 4, n))
+        return np.where(rng.random(n) < 0.125, x, 0xFF80).astype(np.uint16)
     if kind == "zeros":
         return rng.choice(np.array([0x0000, 0x8000], np.uint16), n)
     if kind == "specials":

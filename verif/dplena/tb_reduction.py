@@ -20,6 +20,8 @@ from memwall.verif.common.streams import (
 from memwall.verif.dplena.stimulus import bf16_vector
 
 OPS = ("MAX", "SUM", "MAX_IDX")
+KINDS = ("ties", "near_ties", "all_negative", "masked", "zeros", "specials", "nan", "denormal",
+         "random", "wide")
 
 
 def expected(op: str, x: np.ndarray, vlen: int, partials: int = 1) -> tuple[int, int]:
@@ -55,14 +57,19 @@ async def random_and_directed(dut):
     else:
         # chunk boundaries, and enough chunks to wrap the interleaved partial sums twice
         lengths = [1, vlen - 1, vlen, vlen + 1, 3 * vlen, 2 * vlen + 3, 11 * vlen + 3]
-        for kind in ("ties", "near_ties", "all_negative", "zeros", "specials", "nan", "denormal",
-                     "random"):
+        for kind in KINDS:
             for op in OPS:
                 vectors.append((op, bf16_vector(rng, int(rng.choice(lengths)), kind)))
+                # Several chunks: each chunk's maximum meets the running one in the
+                # accumulator's compare, with this kind's signs and spacing. Masked logits,
+                # the sampler's usual input, get more: sub-trees of -inf meet real values.
+                for _ in range(5 if kind == "masked" else 2):
+                    vectors.append((op, bf16_vector(rng, int(rng.integers(2 * vlen, 6 * vlen)),
+                                                    kind)))
         vectors.append(("SUM", order_sensitive(vlen)))
         for _ in range(tb_params().get("random_vectors", 30)):
-            kind = rng.choice(["random", "ties", "near_ties", "all_negative", "specials",
-                               "denormal", "wide"])
+            kind = rng.choice(["random", "ties", "near_ties", "all_negative", "masked",
+                               "specials", "denormal", "wide"])
             vectors.append((str(rng.choice(OPS)),
                             bf16_vector(rng, int(rng.integers(1, 4 * vlen)), str(kind))))
 
