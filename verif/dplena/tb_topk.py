@@ -127,6 +127,11 @@ class TopkTestbench:
             Vector(np.arange(L, dtype=np.uint16) + 0x3F80, ones, K),  # ascending: shifts all
             Vector(rng.integers(0, 1 << 16, L + 2, dtype=np.uint16), np.ones(L + 2, bool),
                    K),                                               # too long: tail ignored
+        ] + [
+            # Near ties with the cut after each slot in turn: which of two close keys a slot
+            # holds decides the mask only when k puts the cut right there.
+            Vector(bf16_vector(rng, L, "near_ties"), ones, k)
+            for k in range(1, min(K, L - 1) + 1) for _ in range(8)
         ]
 
     # -- checking -------------------------------------------------------------------------------
