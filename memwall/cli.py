@@ -117,7 +117,7 @@ def cmd_mutate(args) -> None:
 
     _load(args.config)
     entries = mutate(args.config, args.module, count=args.max, workers=args.workers,
-                     ray=args.ray)
+                     ray=args.ray, recheck_unknown=args.recheck_unknown)
     for e in entries:
         score = f"{100 * e['score']:.1f} %" if e["score"] is not None else "-"
         print(f"{score:>8}  {e['module']}: {e['killed']} killed, {e['equivalent']} equivalent, "
@@ -310,6 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="runs at once, each in its own process (default: the CPUs)")
     mutate_p.add_argument("--ray", metavar="ADDRESS", default=None,
                           help=f"run as Ray tasks (local, auto or host:port; {RAY_INSTALL})")
+    mutate_p.add_argument("--recheck-unknown", action="store_true",
+                          help="check again the survivors whose kept equivalence check ended "
+                               "unknown (a timeout may pass on an idle machine)")
     mutate_p.set_defaults(func=cmd_mutate)
 
     report = sub.add_parser("report", help="area/power tables and plots from synthesis runs")

@@ -103,7 +103,8 @@ def _signal_correspondence(work: Path, deadline: float, rounds: int = 24) -> boo
     return False
 
 
-def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dict:
+def check_equivalence(folder: Path, module: str, mutation: str, tag: str,
+                      recheck_unknown: bool = False) -> dict:
     """A worker's job: is the mutant equivalent to the original (both flattened, from their
     initial state, every input free)? Signal correspondence by induction
     (:func:`_signal_correspondence`: equal for ``-seq`` cycles, they never diverge) and a
@@ -115,9 +116,11 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dic
     tool failed: ``error``). A mutant not proved equivalent at its module's ports is checked
     again inside each module that instantiates it (up to :data:`MAX_CONTEXTS` of them),
     flattened with the mutant in place: equivalent in all of them (``in``: their names) is
-    equivalent in the design, which only reaches the module through them."""
-    # A decided result is kept beside the mutant (an ``unknown`` may be a timeout on a busy
-    # machine, so it is tried again).
+    equivalent in the design, which only reaches the module through them.
+
+    The result is kept beside the mutant, keyed by the design, the mutation and the bounds. An
+    ``unknown`` is kept too (the slowest checks are the ones that end there: minutes each, in
+    every parent); ``recheck_unknown`` tries it again, as after a timeout on a busy machine."""
     kept_file = folder / module / f"equivalence_{tag}.json"
     design = (folder / "design.v").read_text()
     key = hashlib.sha1(json.dumps([design, module, mutation,
@@ -125,7 +128,8 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dic
                                    EQUIVALENCE_MAX_LINES]).encode()).hexdigest()
     if kept_file.exists():
         kept = json.loads(kept_file.read_text())
-        if kept["key"] == key:
+        if kept["key"] == key and not (recheck_unknown
+                                       and kept["result"]["status"] == "unknown"):
             return kept["result"]
     result = _bounded_check(folder, design, module, mutation, tag)
     parents = _parents(design, module)
@@ -143,8 +147,7 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str) -> dic
                       "seconds": sum(r["seconds"] for r in inside.values())}
         else:
             result["in"] = {parent: r["status"] for parent, r in inside.items()}
-    if result["status"] != "unknown":
-        write_text_atomic(kept_file, json.dumps({"key": key, "result": result}))
+    write_text_atomic(kept_file, json.dumps({"key": key, "result": result}))
     return result
 
 

@@ -436,11 +436,13 @@ def _notes() -> dict:
 
 def mutate(config: str, modules: list[str] | None = None, count: int = DEFAULT_COUNT,
            workers: int | None = None, ray: str | None = None, progress=None,
-           write_report: bool = True, root: Path = MUTATION_ROOT) -> list[dict]:
+           write_report: bool = True, root: Path = MUTATION_ROOT,
+           recheck_unknown: bool = False) -> list[dict]:
     """Mutation-score ``config``'s modules (all, or ``modules``) with ``count`` mutants each,
     working in ``root/<config>``, each mutant running its module's most focused tests within
     :data:`TEST_BUDGET_S`; returns one entry per module and, with ``write_report``, merges them
-    into the report."""
+    into the report. Kept equivalence results stand, ``unknown`` ones too unless
+    ``recheck_unknown``."""
     from memwall.command import UsageError
     from memwall.sweep import Job, available_cpus, backend, run_sweep
 
@@ -485,7 +487,8 @@ def mutate(config: str, modules: list[str] | None = None, count: int = DEFAULT_C
         survivors = [(t, m) for t in covered for m in made[t.module]
                      if runs[f"{t.module}#{m['id']}"]["status"] == "survived"]
         checks = run_sweep([Job(f"{t.module}#{m['id']}", check_equivalence,
-                                (folder, t.module, m["mutation"], str(m["id"])))
+                                (folder, t.module, m["mutation"], str(m["id"]),
+                                 recheck_unknown))
                             for t, m in survivors], runner, progress=progress,
                            description="equivalence")
     notes = _notes()

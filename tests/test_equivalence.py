@@ -114,3 +114,12 @@ def test_past_the_size_bound_submodules_are_cut(tmp_path, monkeypatch):
     inverted = _mutation(tmp_path, r"-mode inv -module top .*-port Q ")
     result = check_equivalence(tmp_path, "top", inverted, "q")
     assert result["status"] == "unknown" and "free" in result["error"], result
+
+    # An unknown is kept: asked again, the check answers from it without running; with
+    # ``recheck_unknown`` (``memwall mutate --recheck-unknown``) it runs again.
+    def ran_again(*args, **kwargs):
+        raise AssertionError("the kept unknown was checked again")
+    monkeypatch.setattr(equivalence, "_bounded_check", ran_again)
+    assert check_equivalence(tmp_path, "top", inverted, "q") == result
+    with pytest.raises(AssertionError, match="checked again"):
+        check_equivalence(tmp_path, "top", inverted, "q", recheck_unknown=True)
