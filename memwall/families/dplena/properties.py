@@ -112,15 +112,28 @@ def _accumulator_invariant(path: str):
     return invariants
 
 
+def lockstep_controls(cfg) -> dict[str, tuple]:
+    """The lockstep control of each lane array of ``cfg``'s core and of its reduction unit:
+    unit -> (command shape, latency, whether it has ``last_cmd``)."""
+    from memwall.hdl.dplena.elementwise import EW_CMD, SCALAR_CMD
+    from memwall.hdl.dplena.reduction import reduce_cmd_layout
+    from memwall.hdl.dplena.stages import tree_latency
+
+    st = cfg.stages
+    return {
+        "scalar_fp": (SCALAR_CMD, st.scalar_fp_latency, st.scalar_fp_latency > 1),
+        "select": (unsigned(4), 1, False),
+        "reduction": (reduce_cmd_layout(cfg.vlen),
+                      tree_latency(exact_log2(cfg.vlen), st.add_fp32), False),
+        "elementwise": (EW_CMD, st.elementwise_latency, st.elementwise_latency > 1),
+    }
+
+
 def _stream_properties(cfg) -> list[Property]:
     from memwall.hdl.common.lanes import LockstepControl
     from memwall.hdl.dplena.dequant import DequantControl, Dequantiser
-    from memwall.hdl.dplena.elementwise import EW_CMD, SCALAR_CMD, ElementwiseUnit, ScalarFpUnit
-    from memwall.hdl.dplena.reduction import (
-        ReductionAccumulator,
-        ReductionUnit,
-        reduce_cmd_layout,
-    )
+    from memwall.hdl.dplena.elementwise import ElementwiseUnit, ScalarFpUnit
+    from memwall.hdl.dplena.reduction import ReductionAccumulator, ReductionUnit
     from memwall.hdl.dplena.select import MaskedSelectUnit
     from memwall.hdl.dplena.stages import tree_latency
     from memwall.hdl.dplena.topk import TopkMaskUnit
@@ -130,12 +143,7 @@ def _stream_properties(cfg) -> list[Property]:
     beat = cfg.hbm_bytes_per_cycle
     y = {"o": ("y",)}
     red_latency = tree_latency(exact_log2(vlen), st.add_fp32)
-    controls = {   # the lockstep control of each lane array and of the reduction unit
-        "scalar_fp": (SCALAR_CMD, st.scalar_fp_latency, st.scalar_fp_latency > 1),
-        "select": (unsigned(4), 1, False),
-        "reduction": (reduce_cmd_layout(vlen), red_latency, False),
-        "elementwise": (EW_CMD, st.elementwise_latency, st.elementwise_latency > 1),
-    }
+    controls = lockstep_controls(cfg)
 
     def control(unit):
         shape, latency, last_cmd = controls[unit]
