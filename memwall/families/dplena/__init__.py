@@ -128,7 +128,8 @@ FAMILY = Family(
                       "tests/test_sim_dequant.py",
                       "tests/test_sim_elementwise.py",
                       "tests/test_sim_fp_blocks.py",
-                      "tests/test_sim_lockstep.py"),
+                      "tests/test_sim_lockstep.py",
+                      "tests/test_sim_vector_sram.py"),
     write_reports=report.build_report,
     bench_configs=("dplena512", "dplena1024", "dplena2048"),
 )
