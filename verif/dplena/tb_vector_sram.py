@@ -5,7 +5,8 @@ against a model of its rows, every cycle.
 writes (of ``vec_data`` or, with ``stage_sel``, ``stage_data``) and prefetch writes, every data
 bit random, both writes in one cycle only to different halves (the parent's rule). The model
 gives ``rd_data``: the row read at the last ``rd_en``, as it was before that cycle's writes,
-held until the next read (undefined before the first). A write's data, row or enable going astray shows when its row is read.
+held until the next read (undefined before the first). A write's data, row or enable going
+astray shows when its row is read.
 """
 
 from __future__ import annotations
