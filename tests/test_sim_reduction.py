@@ -1,5 +1,5 @@
 import pytest
-from memwall.hdl.dplena.reduction import ReductionUnit
+from memwall.hdl.dplena.reduction import ReductionNode, ReductionUnit
 from memwall.hdl.dplena.stages import FpStages
 from memwall.verif.common.runner import simulate
 
@@ -28,6 +28,16 @@ def test_reduction_at_regression_config():
     cfg = load_config("dplena32")
     simulate(ReductionUnit(cfg.vlen, cfg.stages.add_fp32), "reduction_unit", TB,
              {"vlen": cfg.vlen, "partials": cfg.stages.sum_partials})
+
+
+@pytest.mark.parametrize("index_width", [1, 2, 3, 4])
+def test_reduction_node_at_regression_config(index_width):
+    """Each node of dplena32's 32-lane tree on its own, every BF16 value on each side: a
+    compare's wrong key bit for one value, or a rule the tree's valid-lane prefix hides."""
+    stages = load_config("dplena32").stages.add_fp32
+    simulate(ReductionNode(index_width, stages), "reduction_node",
+             "memwall.verif.dplena.tb_reduction_node",
+             {"index_width": index_width, "stages": stages})
 
 
 def test_reduction_verilator():
