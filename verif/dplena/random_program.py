@@ -326,9 +326,8 @@ def random_program(cfg: DplenaConfig, seed: int) -> RandomProgram:
     b.prefetch(rows=3, bf16=False)
     names = [name for name, _ in _SNIPPETS]
     weights = np.array([w for _, w in _SNIPPETS], dtype=float)
-    epilogue = _Builder(cfg, rng)
-    epilogue.epilogue()
-    room = cfg.imem_words - len(epilogue.instrs)
+    epilogue = state_dump(cfg)
+    room = cfg.imem_words - len(epilogue)
     while True:
         mark = (len(b.instrs), len(b.prefetches))
         waiting = b.waits_after     # a background prefetch runs
@@ -344,7 +343,7 @@ def random_program(cfg: DplenaConfig, seed: int) -> RandomProgram:
     # INT SRAM data: a few small values (so V_CMP_EQ_INT matches) and random words.
     image = {a: int(rng.integers(0, 4)) if rng.random() < 0.5 else int(rng.integers(0, 1 << 32))
              for a in range(INT_DATA)}
-    return RandomProgram(b.instrs + epilogue.instrs, image, b.prefetches,
+    return RandomProgram(b.instrs + epilogue, image, b.prefetches,
                          stream_beats(b.prefetches, cfg.hbm_bytes_per_cycle))
 
 

@@ -35,8 +35,6 @@ async def run_step(dut):
         if "restart_lengths" in job.files:
             programs += np.split(job["restarts"], np.cumsum(job["restart_lengths"])[:-1])
     clk = await start(dut)
-    dut.hbm_beat__valid.value = 0
-    dut.out__ready.value = 0
     dut.start.value = 0
 
     stall = p.get("stall", False)
@@ -45,6 +43,9 @@ async def run_step(dut):
     sent, credit = 0, 1
     budget = 200 * every * (len(beats) + n_out) + 100_000
     for phase, program in enumerate(programs):
+        # Nothing moves on the HBM or FIFO ports while the host loads (no beat or word lost).
+        dut.hbm_beat__valid.value = 0
+        dut.out__ready.value = 0
         loads = [(1, range(len(program)), program)] + [(0, int_addr, int_data)] * (phase == 0)
         for sel, addrs, words in loads:
             for addr, word in zip(addrs, words, strict=True):
