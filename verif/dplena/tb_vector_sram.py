@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import cocotb
 import numpy as np
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import RisingEdge, Timer
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import Scoreboard, start
 
@@ -60,4 +60,33 @@ async def rows_match_the_model(dut):
             model[rows_now["dma_row"]] = data["dma_data"]
     await RisingEdge(clk)
     board.compare("rd_data at the end", shown, int(dut.rd_data.value))
+    board.result()
+
+
+@cocotb.test()
+async def arbiter_rule(dut):
+    """The write arbiter (:class:`~memwall.hdl.dplena.core.VectorSramWriteArbiter`), all
+    combinational: every combination of the two write requests, the rows' half bits and the
+    bank, each with random low row bits. A prefetch write waits only while the vector path
+    writes the same half, and then goes to its bank alone."""
+    p = tb_params()
+    banks, row_bits = p["banks"], p["row_bits"]
+    bank_bits = len(dut.dma_bank)
+    rng = np.random.default_rng(cocotb.RANDOM_SEED)
+    board = Scoreboard("vector_sram_bank_arbiter", dut._log)
+    low = 1 << (row_bits - 1)
+    for case in range(4 * 4 * (1 << bank_bits) * 8):
+        vec_we, dma_valid, vec_half, dma_half = (case >> 0) & 1, (case >> 1) & 1, \
+            (case >> 2) & 1, (case >> 3) & 1
+        bank = (case >> 4) % (1 << bank_bits)
+        vec_row = vec_half * low + int(rng.integers(0, low))
+        dma_row = dma_half * low + int(rng.integers(0, low))
+        for name, value in {"vec_we": vec_we, "dma_valid": dma_valid, "vec_row": vec_row,
+                            "dma_row": dma_row, "dma_bank": bank}.items():
+            getattr(dut, name).value = value
+        await Timer(1, unit="ns")
+        ready = int(not (vec_we and vec_half == dma_half))
+        we = sum(1 << b for b in range(banks) if dma_valid and ready and bank == b)
+        board.compare(f"dma_ready, case {case}", ready, int(dut.dma_ready.value))
+        board.compare(f"dma_we, case {case}", we, int(dut.dma_we.value))
     board.result()
