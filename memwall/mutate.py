@@ -64,6 +64,7 @@ from memwall.equivalence import (
 )
 from memwall.files import write_text_atomic
 from memwall.mutant_splice import design_verilog, module_digest
+from memwall.mutation_record import RECORD_ROOT, restore_folder, restore_mutants, save_record
 from memwall.verif.common.runner import COVERAGE_ENV, MUTANT_ENV
 
 __all__ = ["design_verilog", "module_digest", "mutate", "render_markdown", "write_reports",
@@ -437,12 +438,13 @@ def _notes() -> dict:
 def mutate(config: str, modules: list[str] | None = None, count: int = DEFAULT_COUNT,
            workers: int | None = None, ray: str | None = None, progress=None,
            write_report: bool = True, root: Path = MUTATION_ROOT,
-           recheck_unknown: bool = False) -> list[dict]:
+           recheck_unknown: bool = False, record_root: Path = RECORD_ROOT) -> list[dict]:
     """Mutation-score ``config``'s modules (all, or ``modules``) with ``count`` mutants each,
     working in ``root/<config>``, each mutant running its module's most focused tests within
     :data:`TEST_BUDGET_S`; returns one entry per module and, with ``write_report``, merges them
     into the report. Kept equivalence results stand, ``unknown`` ones too unless
-    ``recheck_unknown``."""
+    ``recheck_unknown``. What the run learns is saved in ``record_root``
+    (:mod:`memwall.mutation_record`) and restored from it first."""
     from memwall.command import UsageError
     from memwall.sweep import Job, available_cpus, backend, run_sweep
 
@@ -457,40 +459,25 @@ def mutate(config: str, modules: list[str] | None = None, count: int = DEFAULT_C
     folder = Path(root) / config
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "design.v").write_text(design.verilog())
-    cover = coverage(list(fam.regression_tests), folder, workers or available_cpus())
-    targets = [Target(name, module_digest(design.module_text(name), name), fam.name)
-               for name in known if not modules or name in modules]
-    covering = {t.module: cover["modules"].get(t.digest, []) for t in targets}
-    tests = {m: _within_budget(found, cover["tests"], TEST_BUDGET_S)
-             for m, found in covering.items()}
-
-    def spec(target, file):
-        return [{"digest": target.digest, "module": target.module, "file": file}]
-
-    with backend(ray, workers) as runner:
-        made = run_sweep([Job(t.module, make_mutants, (folder, t.module, count, SEED))
-                          for t in targets], runner, progress=progress, description="mutants")
-        covered = [t for t in targets if tests[t.module]]
-        control = _control(folder, covered, tests, cover, workers or available_cpus())
-        if control["status"] != "survived":
-            raise RuntimeError(f"{config}: the design with its modules written back by Yosys, "
-                               f"unmutated, fails its regression ({control['status']}: "
-                               f"{control.get('by') or control.get('output')}); no score")
-
-        def bounds(t: Target) -> dict[str, float]:
-            return {x: TIMEOUT_FACTOR * cover["tests"].get(x, 0) + TIMEOUT_SLACK_S
-                    for x in tests[t.module]}
-
-        jobs = [Job(f"{t.module}#{m['id']}", run_mutant, (spec(t, m["file"]), bounds(t)))
-                for t in covered for m in made[t.module]]
-        runs = run_sweep(jobs, runner, progress=progress, description="mutant runs")
-        survivors = [(t, m) for t in covered for m in made[t.module]
-                     if runs[f"{t.module}#{m['id']}"]["status"] == "survived"]
-        checks = run_sweep([Job(f"{t.module}#{m['id']}", check_equivalence,
-                                (folder, t.module, m["mutation"], str(m["id"]),
-                                 recheck_unknown))
-                            for t, m in survivors], runner, progress=progress,
-                           description="equivalence")
+    restore_folder(folder, config, record_root)
+    made: dict[str, list[dict]] = {}
+    try:
+        cover = coverage(list(fam.regression_tests), folder, workers or available_cpus())
+        targets = [Target(name, module_digest(design.module_text(name), name), fam.name)
+                   for name in known if not modules or name in modules]
+        covering = {t.module: cover["modules"].get(t.digest, []) for t in targets}
+        tests = {m: _within_budget(found, cover["tests"], TEST_BUDGET_S)
+                 for m, found in covering.items()}
+        with backend(ray, workers) as runner:
+            made = run_sweep([Job(t.module, make_mutants, (folder, t.module, count, SEED))
+                              for t in targets], runner, progress=progress,
+                             description="mutants")
+            for t in targets:
+                restore_mutants(folder, config, t.module, made[t.module], record_root)
+            runs, checks = _runs_and_checks(folder, config, targets, made, tests, cover,
+                                            workers, runner, progress, recheck_unknown)
+    finally:     # also when stopped or failing: what it learned resumes on any clone
+        save_record(folder, config, made, record_root)
     notes = _notes()
     entries = []
     for t in targets:
@@ -503,6 +490,40 @@ def mutate(config: str, modules: list[str] | None = None, count: int = DEFAULT_C
     if write_report:
         write_reports(entries, count)
     return entries
+
+
+def _runs_and_checks(folder: Path, config: str, targets: list[Target], made: dict, tests: dict,
+                     cover: dict, workers: int | None, runner, progress,
+                     recheck_unknown: bool) -> tuple[dict, dict]:
+    """The control, every mutant's run and every survivor's equivalence check (``run_sweep``'s
+    results, by ``<module>#<id>``)."""
+    from memwall.sweep import Job, available_cpus, run_sweep
+
+    def spec(target, file):
+        return [{"digest": target.digest, "module": target.module, "file": file}]
+
+    covered = [t for t in targets if tests[t.module]]
+    control = _control(folder, covered, tests, cover, workers or available_cpus())
+    if control["status"] != "survived":
+        raise RuntimeError(f"{config}: the design with its modules written back by Yosys, "
+                           f"unmutated, fails its regression ({control['status']}: "
+                           f"{control.get('by') or control.get('output')}); no score")
+
+    def bounds(t: Target) -> dict[str, float]:
+        return {x: TIMEOUT_FACTOR * cover["tests"].get(x, 0) + TIMEOUT_SLACK_S
+                for x in tests[t.module]}
+
+    jobs = [Job(f"{t.module}#{m['id']}", run_mutant, (spec(t, m["file"]), bounds(t)))
+            for t in covered for m in made[t.module]]
+    runs = run_sweep(jobs, runner, progress=progress, description="mutant runs")
+    survivors = [(t, m) for t in covered for m in made[t.module]
+                 if runs[f"{t.module}#{m['id']}"]["status"] == "survived"]
+    checks = run_sweep([Job(f"{t.module}#{m['id']}", check_equivalence,
+                            (folder, t.module, m["mutation"], str(m["id"]),
+                             recheck_unknown))
+                        for t, m in survivors], runner, progress=progress,
+                       description="equivalence")
+    return runs, checks
 
 
 def _within_budget(tests: list[str], seconds: dict, budget_s: float) -> list[str]:

@@ -24,6 +24,7 @@ from memwall.mutate import (
     mutate,
     render_markdown,
 )
+from memwall.mutation_record import record_path, restore_folder, restore_mutants, save_record
 
 
 class Inverter(wiring.Component):
@@ -89,11 +90,18 @@ def test_the_mutant_replaces_its_module_and_coverage_is_recorded(tmp_path, monke
 
 def test_sampled_mutants_of_a_shield_module_are_killed(tmp_path):
     """A few seeded mutants of SHIELD's standard-row refresh scheduler: each must be killed by
-    the SHIELD regression (one worker: this test already runs beside others)."""
-    (entry,) = mutate("shield_small", ["refresh_scheduler_interval45_rows16"], count=3,
-                      workers=1, write_report=False, root=tmp_path)
+    the SHIELD regression (one worker: this test already runs beside others); the record
+    the run saves holds each kill."""
+    module = "refresh_scheduler_interval45_rows16"
+    (entry,) = mutate("shield_small", [module], count=3, workers=1, write_report=False,
+                      root=tmp_path / "work", record_root=tmp_path / "kept")
     assert entry["status"] == "ok" and entry["tests"] > 0
     assert entry["mutants"] == 3 and entry["killed"] == 3, entry["survivors"]
+    kept = json.loads(record_path("shield_small", tmp_path / "kept").read_text())
+    assert kept["coverage"]["key"] and kept["control"]["result"]["status"] == "survived"
+    runs = [entry["runs"] for entry in kept["modules"][module].values()]
+    assert len(runs) == 3 and all(any(run["status"] in ("killed", "timeout")
+                                      for run in r.values()) for r in runs)
 
 
 def test_cli_refuses_an_unknown_module(capsys):
@@ -139,3 +147,43 @@ def test_kept_outcomes_follow_the_files_a_test_imports():
     blocks = {p.relative_to(root).as_posix()
               for p in mutate_module._test_sources(["tests/test_sim_fp_blocks.py"])}
     assert {"tests/test_fp_pipeline.py", "verif/common/tb_fp_block.py"} <= blocks
+
+
+def test_the_record_resumes_a_run_on_a_fresh_clone(tmp_path):
+    """What a run kept in its folder (coverage, control, each mutant's per-test outcomes and
+    equivalence result) survives the folder: saved to the record, then restored into an empty
+    folder, matched by mutation; a local outcome wins over the record's, and a module the run
+    did not touch keeps its record entries."""
+    work, kept = tmp_path / "work", tmp_path / "kept"
+    (work / "m").mkdir(parents=True)
+    mutants = [{"id": i, "mutation": f"mutate -cell c{i}",
+                "file": str(work / "m" / f"mutant_{i}.v")} for i in range(2)]
+    (work / "coverage.json").write_text(json.dumps({"key": "k", "tests": {"t": 1.0}}))
+    (work / "control.json").write_text(json.dumps({"result": {"status": "survived"}}))
+    runs = {"t": {"key": "a", "status": "killed", "seconds": 1.5}}
+    (work / "m" / "mutant_0.result.json").write_text(json.dumps({"runs": runs}))
+    equivalence = {"key": "e", "result": {"status": "equivalent"}}
+    (work / "m" / "equivalence_1.json").write_text(json.dumps(equivalence))
+    save_record(work, "c", {"other": []}, kept)
+    save_record(work, "c", {"m": mutants}, kept)
+    assert set(json.loads(record_path("c", kept).read_text())["modules"]) == {"m", "other"}
+
+    fresh = tmp_path / "fresh"
+    (fresh / "m").mkdir(parents=True)
+    moved = [{**m, "file": m["file"].replace(str(work), str(fresh))} for m in mutants]
+    local = {"u": {"key": "b", "status": "survived", "seconds": 2.0},
+             "t": {"key": "new", "status": "survived", "seconds": 3.0}}
+    (fresh / "m" / "mutant_0.result.json").write_text(json.dumps({"runs": local}))
+    restore_folder(fresh, "c", kept)
+    restore_mutants(fresh, "c", "m", moved[::-1], kept)
+    assert json.loads((fresh / "coverage.json").read_text())["key"] == "k"
+    assert json.loads((fresh / "control.json").read_text())["result"]["status"] == "survived"
+    assert json.loads((fresh / "m" / "mutant_0.result.json").read_text())["runs"] == local
+    assert json.loads((fresh / "m" / "equivalence_1.json").read_text()) == equivalence
+    assert not (fresh / "m" / "mutant_1.result.json").exists()
+    # Another clone with nothing of its own gets the record's outcomes whole.
+    bare = tmp_path / "bare"
+    (bare / "m").mkdir(parents=True)
+    restore_mutants(bare, "c", "m", [{**mutants[0], "file": str(bare / "m" / "mutant_0.v")}],
+                    kept)
+    assert json.loads((bare / "m" / "mutant_0.result.json").read_text())["runs"] == runs
