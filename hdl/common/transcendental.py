@@ -143,12 +143,15 @@ class Bf16Exp(wiring.Component):
         # |t| = 1.frac * 2**(exp - 127) * log2(e): the 8-bit significand times C, then moved by
         # the exponent. Only exp in 118..133 matters (the rest are specials), so the shift is
         # 4 bits. |t| < 185 has 8 integer bits; keep F fraction bits.
-        prod = _mul_log2e(Cat(frac, Const(1, 1)))
+        # The product's bits below lo - 15 never reach t (sh <= 15): not carried, not
+        # registered.
+        lo = LOG2E_FRAC_BITS + 16 - fb
+        drop = max(0, lo - 15)
+        prod = _mul_log2e(Cat(frac, Const(1, 1)))[drop:]
         sh = (exp[:4] + (16 - EXP_E_LO % 16))[:4]          # (exp - 118) mod 16
         prod, sh, sign, nan, big, tiny = st.cut("product", prod=prod, sh=sh, sign=sign, nan=nan,
                                                 big=big, tiny=tiny)
-        lo = LOG2E_FRAC_BITS + 16 - fb
-        t_abs = (prod << sh)[lo:lo + 8 + fb]
+        t_abs = (prod << sh)[lo - drop:lo - drop + 8 + fb]
         # t = n + f, f in [0, 1). For x < 0 take the one's complement (-|t| - 2**-F): like the
         # truncation for x > 0, it leaves the exact t less than 2**-F above the kept value.
         t_fix = Cat(t_abs ^ sign.replicate(8 + fb), sign).as_signed()
