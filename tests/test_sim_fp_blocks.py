@@ -15,6 +15,7 @@ import pytest
 from memwall.golden.formats import BF16, FP32
 from memwall.verif.common.fp_harness import StreamedFpBlock
 from memwall.verif.common.runner import simulate
+from memwall.verif.dplena.stimulus import fp32_sticky_ties
 
 # Block tables, goldens and vector generators of the Amaranth-simulator tests (tests/ is on
 # sys.path under pytest's default import mode).
@@ -92,13 +93,10 @@ def _subnormal_factors(name: str, n: int, rng: np.random.Generator) -> dict[str,
     return {"a": a.astype(fmt.uint), "b": b.astype(fmt.uint)}
 
 
-def _sticky_ties(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+def _sticky_ties(name: str, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """FP32 -> BF16 ties but for one sticky bit, each bit in turn, with even and odd BF16
     results: a sticky bit left out rounds them to even."""
-    turn = np.arange(n)
-    even = np.where(turn // 15 % 2 == 0, 0xFFFE0000, 0xFFFF0000)
-    a = (rng.integers(0, 1 << 32, n) & even) | 0x8000 | (1 << (turn % 15))
-    return {"a": a.astype(np.uint32)}
+    return {"a": fp32_sticky_ties(rng.integers(0, 1 << 32, n), np.arange(n))}
 
 
 #: Per block, its extra operand classes beside the Amaranth tests' mix.
@@ -106,7 +104,7 @@ EXTRA = {"add_bf16": [_short_mantissas, _cancellations],
          "add_fp32": [_short_mantissas, _cancellations],
          "mul_bf16": [_short_mantissas, _subnormal_factors],
          "mul_fp32": [_short_mantissas, _subnormal_factors],
-         "cvt": [lambda name, n, rng: _sticky_ties(n, rng)]}
+         "cvt": [_sticky_ties]}
 
 
 def _inputs(name: str, rng: np.random.Generator) -> dict[str, np.ndarray]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from memwall.golden.formats import bf16_bits
 
-__all__ = ["bf16_vector", "SPECIALS"]
+__all__ = ["bf16_vector", "fp32_sticky_ties", "SPECIALS"]
 
 SPECIALS = np.array([
     0x0000, 0x8000,            # +0, -0
@@ -48,3 +48,14 @@ def bf16_vector(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
     if kind == "denormal":
         return (rng.integers(0, 0x80, n) | (rng.integers(0, 2, n) << 15)).astype(np.uint16)
     raise ValueError(f"unknown stimulus kind {kind!r}")
+
+
+def fp32_sticky_ties(high: np.ndarray, turn: np.ndarray) -> np.ndarray:
+    """FP32 words that round to BF16 as ties but for one sticky bit: the upper half of
+    ``high``, then the rounding bit and bit ``turn % 15`` of the 15 below it; the BF16 result
+    is even for even ``turn // 15`` (else it keeps ``high``'s last bit). A rounding that leaves
+    a sticky bit out takes them to even."""
+    turn = np.asarray(turn, dtype=np.int64)
+    even = np.where(turn // 15 % 2 == 0, 0xFFFE0000, 0xFFFF0000)
+    return ((np.asarray(high, dtype=np.int64) & even) | 0x8000 | (1 << (turn % 15))
+            ).astype(np.uint32)

@@ -20,7 +20,7 @@ from memwall.verif.common.streams import (
     start,
     unpack_lanes,
 )
-from memwall.verif.dplena.stimulus import SPECIALS, bf16_vector
+from memwall.verif.dplena.stimulus import SPECIALS, bf16_vector, fp32_sticky_ties
 
 ALL_BF16 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
 
@@ -119,8 +119,6 @@ async def scalar_ops(dut):
         # dropped sticky bit rounds them down to even.
         near = rng.random(lanes) < 0.4
         turn = vector * lanes + np.arange(lanes)
-        sticky = (1 << (turn % 15)).astype(np.uint32)
-        even = np.where(turn // 15 % 2 == 0, 0xFFFE0000, 0xFFFF0000).astype(np.uint32)
-        a[near] = (a[near] & even[near]) | 0x8000 | sticky[near]
+        a[near] = fp32_sticky_ties(a[near], turn[near])
         cases.append(({"op": ScalarOp.TO_BF16}, {"a": a}, SCALAR_GOLDEN[ScalarOp.TO_BF16](a)))
     await _run(dut, cases, SCALAR_CMD, {"a": 32})
