@@ -33,7 +33,8 @@ from memwall.families.dplena.interpreter import Prefetch, stream_beats
 
 from .stimulus import SPECIALS, bf16_vector
 
-__all__ = ["RandomProgram", "random_program", "state_dump", "register_fill"]
+__all__ = ["RandomProgram", "random_program", "state_dump", "register_fill", "lane_readback",
+           "readback_values"]
 
 #: Rows the body uses (its vector operands and results); the epilogue's staging row is the
 #: last row of the Vector SRAM.
@@ -103,6 +104,18 @@ class _Builder:
 
     def row_span(self, rows: int) -> int:
         return self.r(0, BODY_ROWS - rows)
+
+    def stage_fp_sram(self, words: int) -> None:
+        """FP SRAM words 0..words-1 to the FIFO, L at a time through the staging row (in g2;
+        g1 and g3 are overwritten)."""
+        L = self.L
+        words = -(-words // L) * L
+        self.emit(Op.ADDI, rd=1, imm=0)
+        self.emit(Op.ADDI, rd=3, imm=words)
+        self.emit(Op.S_MAP_V_FP, rd=2, rs1=1, imm=L)
+        self.emit(Op.H_STORE_V, rs1=2, imm=L)
+        self.emit(Op.ADDI, rd=1, rs1=1, imm=L)
+        self.emit(Op.BNE, rs1=1, rs2=3, imm=-3)
 
     # -- snippets ---------------------------------------------------------------------------------
     def alu(self) -> None:
@@ -255,18 +268,7 @@ class _Builder:
         for reg in range(1, 16):
             self.emit(Op.S_ST_INT, rd=reg, imm=dump + reg)
         self.emit(Op.ADDI, rd=2, imm=stage_row)
-
-        def stage_fp_sram(words: int) -> None:
-            """FP SRAM words 0..words-1 to the FIFO, L at a time through the staging row."""
-            words = -(-words // L) * L
-            self.emit(Op.ADDI, rd=1, imm=0)
-            self.emit(Op.ADDI, rd=3, imm=words)
-            self.emit(Op.S_MAP_V_FP, rd=2, rs1=1, imm=L)
-            self.emit(Op.H_STORE_V, rs1=2, imm=L)
-            self.emit(Op.ADDI, rd=1, rs1=1, imm=L)
-            self.emit(Op.BNE, rs1=1, rs2=3, imm=-3)
-
-        stage_fp_sram(cfg.fp_sram_words)
+        self.stage_fp_sram(cfg.fp_sram_words)
         # Every FP register: its BF16 half, then its FP32 -> BF16 rounding, twice (the second
         # rounds what the FP unit's own path wrote into the low half: +0 unless that path is
         # broken, as a BF16 result is exact).
@@ -276,7 +278,7 @@ class _Builder:
             self.emit(Op.S_CVT_BF, rd=reg, rs1=reg)
             self.emit(Op.S_CVT_BF, rd=reg, rs1=reg)
             self.emit(Op.S_ST_FP, rd=reg, imm=16 + reg)
-        stage_fp_sram(32)
+        self.stage_fp_sram(32)
         # Every lane of the body's rows and of the background prefetches' rows, four rows at a
         # time: the sum (its BF16 half and its rounding), the maximum and its index (g4, ..).
         groups = [4 * g for g in range(BODY_ROWS // 4)] \
@@ -291,7 +293,7 @@ class _Builder:
             self.emit(Op.S_CVT_BF, rd=0, rs1=0)
             self.emit(Op.S_ST_FP, rd=0, imm=3 * n + 2)
         self.emit(Op.ADDI, rd=2, imm=stage_row)
-        stage_fp_sram(3 * len(groups))
+        self.stage_fp_sram(3 * len(groups))
         for n in range(len(groups)):
             self.emit(Op.S_ST_INT, rd=4 + n, imm=dump + 16 + n)
         self.emit(Op.ADDI, rd=1, imm=dump + 1)
@@ -363,3 +365,60 @@ def register_fill(cfg: DplenaConfig, seed: int) -> list[Instr]:
         b.emit(Op.S_LI_F, rd=reg, imm=b.fp32_pattern())
     b.emit(Op.HALT)
     return b.instrs
+
+
+#: Elements ``lane_readback``'s prefetch streams before its rows: bit 15 of its count is set.
+READBACK_LEAD = 1 << 15
+
+
+def lane_readback(cfg: DplenaConfig, seed: int) -> RandomProgram:
+    """Every lane of every Vector SRAM row read back bit for bit. One BF16 prefetch fills each
+    row with +0 but lane ``row % VLEN``: a random finite normal value in the rows of even
+    ``row // VLEN``, the complement of its 16 bits (finite and normal too) in the others, so
+    each bit of each lane is read as 0 and as 1. Each row's ``V_RED_SUM`` is that value exactly
+    (x + 0 = x); the sums go to the FP SRAM and out through the FIFO, a batch of FP SRAM words
+    at a time, the batch holding the staging row first (staging overwrites it). Before the
+    rows the prefetch streams :data:`READBACK_LEAD` random elements (the rows wrap), so that a
+    count past 2^15 runs too (:func:`readback_values`: the words it must output)."""
+    rows, vlen, batch = cfg.vector_sram_rows, cfg.vlen, cfg.fp_sram_words
+    if rows % batch or batch % cfg.block_len or cfg.block_len > cfg.vlen:
+        raise ValueError("lane_readback needs FP SRAM words dividing the Vector SRAM rows and "
+                         "a multiple of L")
+    rng = np.random.default_rng(seed)
+    b = _Builder(cfg, rng)
+    value = ((rng.integers(0, 2, vlen) << 15) | (rng.integers(1, 255, vlen) << 7)
+             | rng.integers(0, 128, vlen)).astype(np.uint16)
+    lanes = np.zeros((rows, vlen), dtype=np.uint16)
+    for row in range(rows):
+        lane = row % vlen
+        lanes[row, lane] = value[lane] ^ (0xFFFF if row // vlen % 2 else 0)
+    lead = bf16_vector(rng, READBACK_LEAD, "random")
+    b.prefetches.append(Prefetch(bits=np.concatenate([lead, lanes.reshape(-1)])))
+    b.emit(Op.ADDI, rd=1, imm=0)
+    b.emit(Op.ADDI, rd=2, imm=READBACK_LEAD + rows * vlen)
+    b.emit(Op.H_PREFETCH_V, rd=1, rs1=2, imm=PREFETCH_BF16)
+    b.emit(Op.H_WAIT)
+    b.emit(Op.ADDI, rd=5, imm=vlen)
+    for first in range(rows - batch, -1, -batch):
+        b.emit(Op.ADDI, rd=1, imm=first)
+        b.emit(Op.ADDI, rd=3, imm=first + batch)
+        b.emit(Op.ADDI, rd=4, imm=0)
+        b.emit(Op.V_RED_SUM, rd=0, rs1=1, rs2=5, imm=RED_FIRST | RED_LAST)
+        b.emit(Op.S_ST_FP, rd=0, rs1=4, imm=0)
+        b.emit(Op.ADDI, rd=1, rs1=1, imm=1)
+        b.emit(Op.ADDI, rd=4, rs1=4, imm=1)
+        b.emit(Op.BNE, rs1=1, rs2=3, imm=-4)
+        b.emit(Op.ADDI, rd=2, imm=rows - 1)
+        b.stage_fp_sram(batch)
+    b.emit(Op.HALT)
+    return RandomProgram(b.instrs, {}, b.prefetches,
+                         stream_beats(b.prefetches, cfg.hbm_bytes_per_cycle))
+
+
+def readback_values(program: RandomProgram, cfg: DplenaConfig) -> list[int]:
+    """The words ``lane_readback``'s program must put on the FIFO: each row's one value, in
+    its batches' order."""
+    rows, vlen, batch = cfg.vector_sram_rows, cfg.vlen, cfg.fp_sram_words
+    lanes = program.prefetches[0].bits[READBACK_LEAD:].reshape(rows, vlen)
+    return [int(lanes[row, row % vlen])
+            for first in range(rows - batch, -1, -batch) for row in range(first, first + batch)]
