@@ -47,7 +47,8 @@ class TopkMaskUnit(wiring.Component):
 
     Cost: ``k_max`` slots of 16-bit key + index + occupied bit, a snapshot of ``k_max``
     (index, marked) pairs, ``k_max`` 16-bit signed comparators, and ``k_max`` one-hot decoders
-    of ``length`` bits ORed into the mask (combinational from the snapshot registers).
+    of ``length`` bits ORed into the mask (combinational from the snapshot registers). With
+    ``k_max = length`` the last slot has no key nor comparator (nothing comes after it).
 
     Parameters
     ----------
@@ -100,8 +101,11 @@ class TopkMaskUnit(wiring.Component):
         n, L = self.k_max, self.length
         el = self.i.payload
 
-        # Keys span -0x7FFF .. 0x7F81 (NaN), so 16 signed bits hold them exactly.
-        slot_key = [Signal(signed(16), name=f"slot{j}_key") for j in range(n)]
+        # Keys span -0x7FFF .. 0x7F81 (NaN), so 16 signed bits hold them exactly. With
+        # k_max = length the last slot fills only with the vector's last element: its key is
+        # never compared, so it has neither key register nor comparator.
+        keyed = n - 1 if n == L else n
+        slot_key = [Signal(signed(16), name=f"slot{j}_key") for j in range(keyed)]
         slot_idx = [Signal(self.index_width, name=f"slot{j}_idx") for j in range(n)]
         slot_occ = [Signal(name=f"slot{j}_occ") for j in range(n)]
         # Snapshot of the finished vector (indices and "marked" bits), so the slots can clear
@@ -123,22 +127,24 @@ class TopkMaskUnit(wiring.Component):
         # One comparator per slot; the slots are sorted, so `beats` reads F..F T..T.
         beats = [Signal(name=f"beats{j}") for j in range(n)]
         for j in range(n):
-            m.d.comb += beats[j].eq(~slot_occ[j] | (new_key > slot_key[j]))
+            m.d.comb += beats[j].eq(~slot_occ[j] | (new_key > slot_key[j] if j < keyed else 0))
 
-        nxt_key = [Signal(signed(16), name=f"nxt{j}_key") for j in range(n)]
+        nxt_key = [Signal(signed(16), name=f"nxt{j}_key") for j in range(keyed)]
         nxt_idx = [Signal(self.index_width, name=f"nxt{j}_idx") for j in range(n)]
         nxt_occ = [Signal(name=f"nxt{j}_occ") for j in range(n)]
         for j in range(n):
             load = beats[j] & ~beats[j - 1] if j else beats[0]
-            hold_key = Mux(load, new_key, slot_key[j])
+            hold_key = Mux(load, new_key, slot_key[j]) if j < keyed else None
             hold_idx = Mux(load, pos[:self.index_width], slot_idx[j])
             hold_occ = slot_occ[j] | load
             if j:  # beaten predecessor: shift its entry down one place
-                hold_key = Mux(beats[j - 1], slot_key[j - 1], hold_key)
+                if j < keyed:
+                    hold_key = Mux(beats[j - 1], slot_key[j - 1], hold_key)
                 hold_idx = Mux(beats[j - 1], slot_idx[j - 1], hold_idx)
                 hold_occ = Mux(beats[j - 1], slot_occ[j - 1], hold_occ)
-            m.d.comb += [nxt_key[j].eq(hold_key), nxt_idx[j].eq(hold_idx),
-                         nxt_occ[j].eq(hold_occ)]
+            if j < keyed:
+                m.d.comb += nxt_key[j].eq(hold_key)
+            m.d.comb += [nxt_idx[j].eq(hold_idx), nxt_occ[j].eq(hold_occ)]
 
         # The input stalls only while a finished mask is refused by the consumer.
         m.d.comb += [
@@ -150,18 +156,19 @@ class TopkMaskUnit(wiring.Component):
 
         with m.If(self.i.valid & self.i.ready):
             with m.If(in_range):
-                m.d.sync += [slot_key[j].eq(nxt_key[j]) for j in range(n)]
+                m.d.sync += [slot_key[j].eq(nxt_key[j]) for j in range(keyed)]
                 m.d.sync += [slot_idx[j].eq(nxt_idx[j]) for j in range(n)]
                 m.d.sync += [slot_occ[j].eq(nxt_occ[j]) for j in range(n)]
                 m.d.sync += pos.eq(pos + 1)
             with m.If(first):
                 m.d.sync += k_reg.eq(el.k)
             with m.If(el.last):
-                # Ignored (out-of-range) last elements leave the slots as they are.
+                # Ignored (out-of-range) last elements leave the slots as they are. Their
+                # occupied bits need no such care: past `length` elements every slot is
+                # occupied, and an occupied slot stays so in nxt_occ.
                 final_idx = [Mux(in_range, nxt_idx[j], slot_idx[j]) for j in range(n)]
-                final_occ = [Mux(in_range, nxt_occ[j], slot_occ[j]) for j in range(n)]
                 m.d.sync += [out_idx[j].eq(final_idx[j]) for j in range(n)]
-                m.d.sync += [out_en[j].eq(final_occ[j] & (k_cur > j)) for j in range(n)]
+                m.d.sync += [out_en[j].eq(nxt_occ[j] & (k_cur > j)) for j in range(n)]
                 m.d.sync += out_valid.eq(1)
                 m.d.sync += [slot_occ[j].eq(0) for j in range(n)]
                 m.d.sync += pos.eq(0)
