@@ -17,7 +17,7 @@ from pathlib import Path
 
 from memwall.verif.common.runner import COVERAGE_ENV, MUTANT_ENV
 
-__all__ = ["module_digest", "design_verilog"]
+__all__ = ["applied_path", "module_digest", "design_verilog"]
 
 
 def _name_pattern(name: str) -> re.Pattern:
@@ -43,6 +43,11 @@ def _renamed(text: str, old: str, new: str) -> str:
     return _name_pattern(old).sub(lambda m: m.group(0).replace(old, new), text)
 
 
+def applied_path(spec_path: str | Path) -> Path:
+    """Where the simulations of a mutant run list the digests they replaced, one per line."""
+    return Path(f"{spec_path}.applied")
+
+
 def design_verilog(design, sim: str) -> str:
     """The design's Verilog as the simulation runner builds it for ``sim``, for ``memwall
     mutate``'s runs: with :data:`COVERAGE_ENV`, the digests of its modules are recorded under
@@ -60,8 +65,12 @@ def design_verilog(design, sim: str) -> str:
     spec_path = os.environ.get(MUTANT_ENV)
     if spec_path:
         replace = {r["digest"]: r for r in json.loads(Path(spec_path).read_text())["replace"]}
+        applied = []
         for name in names:
             if digests[name] in replace:
                 new = replace[digests[name]]
                 texts[name] = _renamed(new["verilog"], new["module"], name)
+                applied.append(digests[name])
+        with open(applied_path(spec_path), "a") as out:   # what the run checks it replaced
+            out.write("".join(f"{digest}\n" for digest in applied))
     return "\n".join(texts[name] for name in names)

@@ -63,7 +63,7 @@ from memwall.equivalence import (
     run_yosys,
 )
 from memwall.files import write_text_atomic
-from memwall.mutant_splice import design_verilog, module_digest
+from memwall.mutant_splice import applied_path, design_verilog, module_digest
 from memwall.mutation_record import RECORD_ROOT, restore_folder, restore_mutants, save_record
 from memwall.verif.common.runner import COVERAGE_ENV, MUTANT_ENV
 
@@ -361,6 +361,14 @@ def _run_pytest(replace: list[dict], tests: list[str], timeout_s: float,
         if rc is None:
             return {"status": "timeout", "seconds": seconds}
         if rc == 0:
+            applied = set(applied_path(spec_file).read_text().split()) \
+                if applied_path(spec_file).exists() else set()
+            missing = sorted({r["module"] for r in replace if r["digest"] not in applied})
+            if missing:     # a pass that ran no mutant is no survival
+                return {"status": "error", "seconds": seconds,
+                        "output": f"{', '.join(missing)}: in none of the designs of "
+                                  f"{' '.join(tests)} (has the hardware changed since the "
+                                  "run began?)"}
             return {"status": "survived", "seconds": seconds}
         failed = re.findall(r"^FAILED (\S+)", stdout, re.M)
         if rc == 1 and failed:

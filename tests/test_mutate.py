@@ -14,6 +14,7 @@ from memwall.hdl.common.netlist import Design, unique_submodule
 
 from memwall import mutate as mutate_module
 from memwall import strength
+from memwall.mutant_splice import applied_path
 from memwall.mutate import (
     COVERAGE_ENV,
     MUTANT_ENV,
@@ -86,6 +87,17 @@ def test_the_mutant_replaces_its_module_and_coverage_is_recorded(tmp_path, monke
     (record,) = tmp_path.glob("*.jsonl")
     entry = json.loads(record.read_text())
     assert entry["sim"] == "icarus" and module_digest(text, "inverter") in entry["modules"]
+    # Both instances share one module: it was replaced once, and the run can tell.
+    assert applied_path(spec).read_text().split() == [module_digest(text, "inverter")]
+
+
+def test_a_pass_that_ran_no_mutant_is_an_error():
+    """A mutant whose module is in none of the test's designs (the hardware changed after the
+    run sampled it) is an error, not a survivor."""
+    result = mutate_module._run_pytest(
+        [{"digest": "0" * 16, "module": "gone", "verilog": "module gone(); endmodule"}],
+        ["tests/test_sim_select.py::test_masked_select[1]"], 300)
+    assert result["status"] == "error" and "gone: in none of the designs" in result["output"]
 
 
 def test_sampled_mutants_of_a_shield_module_are_killed(tmp_path):
