@@ -16,7 +16,8 @@ from pathlib import Path
 from memwall.files import write_text_atomic
 
 __all__ = ["check_equivalence", "run_yosys", "READ_DESIGN", "EQUIVALENCE_DEPTH",
-           "EQUIVALENCE_TIMEOUT_S", "MAX_CONTEXTS", "EQUIVALENCE_MAX_LINES"]
+           "EQUIVALENCE_TIMEOUT_S", "MAX_CONTEXTS", "EQUIVALENCE_MAX_LINES",
+           "SAME_NETLIST_TIMEOUT_S"]
 
 #: Survivors: no difference within this many cycles of reset, and no proof within this time
 #: (each of: building the miter, the correspondence proof, the bounded check), is ``unknown``.
@@ -124,14 +125,15 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str,
     kept_file = folder / module / f"equivalence_{tag}.json"
     design = (folder / "design.v").read_text()
     key = hashlib.sha1(json.dumps([design, module, mutation,
-                                   EQUIVALENCE_DEPTH, MAX_CONTEXTS,
-                                   EQUIVALENCE_MAX_LINES]).encode()).hexdigest()
+                                   EQUIVALENCE_DEPTH, MAX_CONTEXTS, EQUIVALENCE_MAX_LINES,
+                                   SAME_NETLIST_TIMEOUT_S]).encode()).hexdigest()
     if kept_file.exists():
         kept = json.loads(kept_file.read_text())
         if kept["key"] == key and not (recheck_unknown
                                        and kept["result"]["status"] == "unknown"):
             return kept["result"]
-    result = _bounded_check(folder, design, module, mutation, tag)
+    result = _same_netlist(folder, module, mutation, tag) \
+        or _bounded_check(folder, design, module, mutation, tag)
     parents = _parents(design, module)
     worth_context = result["status"] == "different" or (result["status"] == "unknown"
                                                         and "error" not in result)
@@ -149,6 +151,42 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str,
             result["in"] = {parent: r["status"] for parent, r in inside.items()}
     write_text_atomic(kept_file, json.dumps({"key": key, "result": result}))
     return result
+
+
+#: The bound of :func:`_same_netlist` (a few seconds where it proves; a big module's Yosys
+#: optimisation can run for minutes without).
+SAME_NETLIST_TIMEOUT_S = 60
+
+
+def _same_netlist(folder: Path, module: str, mutation: str, tag: str) -> dict | None:
+    """``equivalent`` when the mutant's module, not flattened, is the original's once Yosys has
+    optimised both (``opt``, which keeps every ``x``: a mutant that turns a value into an
+    ``x`` stays apart): every signal of one paired with the same-named one of the other
+    (``equiv_make``), the cells of identical structure merged (``equiv_struct``, submodule
+    instances with equal inputs among them), and each pair proved within one cycle from
+    equal pairs (``equiv_simple``). Both start from the same initial state, so the pairs are
+    equal in every cycle. A constant driven onto a net that already holds it, or a change to a
+    mux input no select reaches, ends here in seconds; no flattening, so no size bound.
+    ``None`` otherwise (not proved, a tool failure, or past the bound)."""
+    work = folder / module / f"same_{tag}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    shutil.copy(folder / "design.v", work / "design.v")
+    started = time.perf_counter()
+    try:
+        run_yosys(f"{READ_DESIGN}design -save original\n{mutation}\nmemory_map {module}\n"
+                  f"rename {module} gate\ndesign -stash gate\ndesign -load original\n"
+                  f"memory_map {module}\nrename {module} gold\n"
+                  "design -copy-from gate -as gate gate\nopt_clean\nopt gold gate\n"
+                  "opt_clean -purge gold gate\nequiv_make gold gate equiv\n"
+                  "hierarchy -top equiv\nequiv_struct\nequiv_simple\nequiv_status -assert\n",
+                  work, "same", SAME_NETLIST_TIMEOUT_S)
+    except (RuntimeError, TimeoutError, OSError):
+        return None
+    finally:
+        (work / "design.v").unlink(missing_ok=True)
+    return {"status": "equivalent", "how": "the same netlist, optimised",
+            "seconds": round(time.perf_counter() - started, 1)}
 
 
 _MODULE = re.compile(r"^module (\\\S+|[\w$]+)\s*\(.*?^endmodule", re.M | re.S)

@@ -104,6 +104,7 @@ def test_past_the_size_bound_submodules_are_cut(tmp_path, monkeypatch):
     outputs decides nothing."""
     (tmp_path / "design.v").write_text(HIERARCHY)
     (tmp_path / "top").mkdir()
+    monkeypatch.setattr(equivalence, "_same_netlist", lambda *args: None)   # the flattened path
     modules = equivalence._modules(HIERARCHY)
     monkeypatch.setattr(equivalence, "EQUIVALENCE_MAX_LINES",
                         equivalence._lines(modules, "top", frozenset({"child"})))
@@ -123,3 +124,24 @@ def test_past_the_size_bound_submodules_are_cut(tmp_path, monkeypatch):
     assert check_equivalence(tmp_path, "top", inverted, "q") == result
     with pytest.raises(AssertionError, match="checked again"):
         check_equivalence(tmp_path, "top", inverted, "q", recheck_unknown=True)
+
+
+# ``top`` ties its child's input to a constant; the child is too big to flatten (bound 0).
+TIED = HIERARCHY.replace("child c (.clk(clk), .a(a), .q(q));",
+                         "child c (.clk(clk), .a(4'd5), .q(q));")
+
+
+def test_a_constant_onto_the_same_constant_is_the_same_netlist(tmp_path, monkeypatch):
+    """A mutant that drives a net with the constant it already holds is equivalent on the
+    module's own netlist, with no flattening (no size bound); a mutant that changes the
+    constant is not (and, past the bound with nothing to cut, stays unknown)."""
+    (tmp_path / "design.v").write_text(TIED)
+    (tmp_path / "top").mkdir()
+    monkeypatch.setattr(equivalence, "EQUIVALENCE_MAX_LINES", 0)
+    run_yosys(f"{READ_DESIGN}mutate -list 100 -seed 1 -none\n", tmp_path, "list")
+    same = check_equivalence(tmp_path, "top", "mutate -mode const1 -module top -cell c "
+                             "-port a -portbit 0", "same")
+    assert same["status"] == "equivalent" and "same netlist" in same["how"], same
+    changed = check_equivalence(tmp_path, "top", "mutate -mode const1 -module top -cell c "
+                                "-port a -portbit 1", "changed")
+    assert changed["status"] == "unknown", changed
