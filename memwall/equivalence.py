@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from memwall.files import write_text_atomic
+from memwall.sweep import run_bounded
 
 __all__ = ["check_equivalence", "run_yosys", "READ_DESIGN", "EQUIVALENCE_DEPTH",
            "EQUIVALENCE_TIMEOUT_S", "MAX_CONTEXTS", "EQUIVALENCE_MAX_LINES",
@@ -291,11 +292,7 @@ def _check_equivalence(folder: Path, module: str, mutation: str, tag: str,
         f"[options]\nmode bmc\ndepth {EQUIVALENCE_DEPTH}\n\n[engines]\nsmtbmc z3\n\n"
         "[script]\nread_rtlil miter.il\nprep -top miter\n\n[files]\nmiter.il\n")
     cmd, env = sby_command("equiv.sby")
-    try:
-        text = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True,
-                              timeout=EQUIVALENCE_TIMEOUT_S).stdout
-    except subprocess.TimeoutExpired:
-        text = ""
+    text = run_bounded(cmd, cwd=work, env=env, timeout_s=EQUIVALENCE_TIMEOUT_S)[1] or ""
     seconds = round(time.perf_counter() - started, 1)
     if "DONE (FAIL" in text:
         traces = sorted(work.glob("equiv/engine_*/trace*.vcd"))

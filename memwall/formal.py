@@ -30,7 +30,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -51,6 +50,8 @@ from amaranth.hdl import (
 )
 from amaranth.hdl._ast import AnySeq, Initial
 from amaranth.lib import wiring
+
+from memwall.sweep import run_bounded
 
 __all__ = ["Property", "ProofFailed", "stream_protocol", "protocol_source", "internal",
            "run_property", "sby_command", "config_properties", "prove", "PROOF_ROOT"]
@@ -256,12 +257,8 @@ def run_property(prop: Property, folder: Path | None = None, timeout_s: float = 
     cmd, env = sby_command(f"{top}.sby")
     started = time.perf_counter()
     log = folder / "sby.log"
-    try:
-        with log.open("w") as f:
-            rc = subprocess.run(cmd, cwd=folder, stdout=f, stderr=subprocess.STDOUT, env=env,
-                                timeout=timeout_s).returncode
-    except subprocess.TimeoutExpired:
-        rc = None
+    with log.open("w") as f:
+        rc = run_bounded(cmd, cwd=folder, env=env, timeout_s=timeout_s, stdout=f)[0]
     text = log.read_text()
     if rc == 0 and "DONE (PASS" in text:
         status = "proved" if prop.mode == "prove" else "bounded"

@@ -46,7 +46,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -65,6 +64,7 @@ from memwall.equivalence import (
 from memwall.files import write_text_atomic
 from memwall.mutant_splice import applied_path, design_verilog, module_digest
 from memwall.mutation_record import RECORD_ROOT, restore_folder, restore_mutants, save_record
+from memwall.sweep import run_bounded
 from memwall.verif.common.runner import COVERAGE_ENV, MUTANT_ENV
 
 __all__ = ["design_verilog", "module_digest", "mutate", "render_markdown", "write_reports",
@@ -295,19 +295,6 @@ def _clean_env(**extra) -> dict:
     return {**env, "COCOTB_RANDOM_SEED": str(SEED), **extra}
 
 
-def _run_bounded(cmd: list[str], env: dict, timeout_s: float) -> tuple[int | None, str]:
-    """``(returncode, stdout)`` of ``cmd``; ``(None, ...)`` past ``timeout_s``, when its whole
-    process group (the simulator under pytest too) is killed."""
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        stdout, _ = proc.communicate(timeout=timeout_s)
-        return proc.returncode, stdout
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        return None, proc.communicate()[0]
-
-
 def run_mutant(replace: list[dict], tests: dict[str, float]) -> dict:
     """A worker's job: one mutant (``replace``: its ``digest``, ``module`` and Verilog
     ``file``) against ``tests`` (test id -> time bound in seconds), one test at a time in
@@ -356,7 +343,7 @@ def _run_pytest(replace: list[dict], tests: list[str], timeout_s: float,
                *(["-n", str(workers)] if workers > 1 else ["-p", "no:xdist"]),
                "-m", "not slow", *tests]
         started = time.perf_counter()
-        rc, stdout = _run_bounded(cmd, env, timeout_s)
+        rc, stdout = run_bounded(cmd, cwd=REPO_ROOT, env=env, timeout_s=timeout_s)
         seconds = round(time.perf_counter() - started, 1)
         if rc is None:
             return {"status": "timeout", "seconds": seconds}

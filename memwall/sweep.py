@@ -31,6 +31,7 @@ import os
 import pickle
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -44,10 +45,38 @@ from memwall.command import UsageError
 from memwall.progress import Progress, plain_progress
 
 __all__ = ["Job", "JobFailed", "SweepError", "LocalProcesses", "RayCluster", "backend",
-           "run_sweep", "available_cpus", "RAY_INSTALL"]
+           "run_sweep", "available_cpus", "run_bounded", "RAY_INSTALL"]
 
 #: How to get Ray (the ``ray`` extra of pyproject.toml), as error messages name it.
 RAY_INSTALL = ".venv/bin/pip install -e '.[ray]'"
+
+
+def run_bounded(cmd: list[str], *, cwd: Path, env: dict | None = None,
+                timeout_s: float | None = None, stdout=subprocess.PIPE
+                ) -> tuple[int | None, str | None]:
+    """Run a tool in its own process group: ``(returncode, output)``, stderr merged into
+    stdout (``output`` is None when ``stdout`` is a file); ``(None, output)`` past
+    ``timeout_s``. The whole group (the tool's own children: SBY's solvers, pytest's
+    simulator) is killed on a timeout and when the caller is stopped, so that none outlives
+    its job and takes the CPUs of the next."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=stdout, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=timeout_s)
+        return proc.returncode, output
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return None, proc.communicate()[0]
+    except BaseException:
+        _kill_group(proc)
+        raise
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def available_cpus() -> int:

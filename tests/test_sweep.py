@@ -190,3 +190,24 @@ def test_report_sweep_options_need_run(tmp_path, capsys):
     assert "--ray and --workers go with --run" in capsys.readouterr().err
     assert main(["report", "--run", "--workers", "0"]) == 2
     assert "--workers" in capsys.readouterr().err
+
+
+def test_a_bounded_tool_takes_its_children_with_it(tmp_path):
+    """Past its bound a tool's whole process group is killed, a grandchild too (SBY's solver
+    would otherwise run on after an ``unknown`` and slow every later job)."""
+    from memwall.sweep import run_bounded
+
+    pid_file = tmp_path / "child.pid"
+    rc, output = run_bounded([sys.executable, "-c",
+                              "import subprocess, sys, time; "
+                              "p = subprocess.Popen([sys.executable, '-c', "
+                              "'import time; time.sleep(60)']); "
+                              f"open({str(pid_file)!r}, 'w').write(str(p.pid)); "
+                              "print('started', flush=True); time.sleep(60)"],
+                             cwd=tmp_path, timeout_s=3)
+    assert rc is None and output.startswith("started")
+    stat = Path(f"/proc/{int(pid_file.read_text())}/stat")
+    time.sleep(0.2)
+    # Gone, or a zombie no one has reaped yet (killed; a container's init may not reap).
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    assert run_bounded([sys.executable, "-c", "print('done')"], cwd=tmp_path) == (0, "done\n")
