@@ -46,7 +46,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -210,12 +209,12 @@ def coverage(tests: list[str], folder: Path, workers: int) -> dict:
            "--durations=0", "--durations-min=0", *(["-n", str(workers)] if workers > 1 else []),
            *tests]
     env = _clean_env(**{COVERAGE_ENV: str(records)})
-    run = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
-    if run.returncode != 0:
+    returncode, stdout = run_bounded(cmd, cwd=REPO_ROOT, env=env)
+    if returncode != 0:
         raise RuntimeError(f"the regression fails without mutants ({' '.join(tests)}):\n"
-                           + "\n".join(run.stdout.splitlines()[-30:]))
+                           + "\n".join(stdout.splitlines()[-30:]))
     seconds: dict[str, float] = {}
-    for value, test in _DURATION.findall(run.stdout):
+    for value, test in _DURATION.findall(stdout):
         seconds[test] = seconds.get(test, 0.0) + float(value)
     modules: dict[str, set] = {}
     sims: dict[str, set] = {}
