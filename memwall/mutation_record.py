@@ -5,10 +5,11 @@ A run of ``memwall mutate`` keeps its work in ``build/mutate/<config>/``: the co
 control, each mutant's per-test outcomes and each survivor's equivalence result, every one
 keyed by what it depends on (the mutant's text, the test, the seed and the test's sources; the
 design and the mutation). A fresh clone has no ``build/``, and a full d-PLENA run is hours of
-CPU. The record holds the same entries, with their keys: :func:`restore` puts them where the
-run looks for them (only where it has nothing of its own), and :func:`save_record` gathers them back
-when the run ends, is stopped, or fails. An entry whose key no longer matches (a test or the
-hardware changed) is never used, so a stale record costs time, never a wrong score.
+CPU. The record holds the same entries, with their keys: :func:`restore_folder` and
+:func:`restore_mutants` put them where the run looks for them (only where it has nothing of its
+own), and :func:`save_record` gathers them back when the run ends, is stopped, or fails. An
+entry whose key no longer matches (a test or the hardware changed) is never used, so a stale
+record costs time, never a wrong score.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def restore_mutants(folder: Path, config: str, module: str, mutants: list[dict],
 
 
 def save_record(folder: Path, config: str, modules: dict[str, list[dict]],
-         root: Path = RECORD_ROOT) -> Path:
+                root: Path = RECORD_ROOT) -> Path:
     """Gather ``folder``'s kept work into the record: the coverage pass, the control and, for
     each of ``modules`` (name -> its sampled mutants), every mutant's outcomes. Other modules'
     entries stay as they were; a module's mutations no longer sampled are dropped."""
