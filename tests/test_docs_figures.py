@@ -14,7 +14,14 @@ A figure in the README or reports/ is either written by a command or checked her
   ``reports/dplena/``.
 
 A figure written with fewer digits than the code measures is compared at its own precision
-(half a unit of its last digit), the only tolerance here.
+(half a unit of its last digit). A model's float recomputed now is compared with its committed
+json value to a relative 1e-9 (``_same_figures``): numpy's exp, log and logspace take different
+SIMD paths on different CPUs (AVX2 against AVX512), which move the last digits of a float64, not
+its figure. The SHIELD fault sweep's seed-0 errors are compared to a relative 10 %: its float32
+matmuls go through OpenBLAS kernels chosen by CPU, and a float32 that moves by an ulp can round to
+a neighbouring BF16 on a few stored elements. Where BER 1e-5 hits only a few elements, that moved
+the mantissa-only error by 4.6 % between the CI machine and this one (1.598e-4 against 1.674e-4);
+a wrong mask or BER moves it by orders of magnitude. Those are the only tolerances here.
 """
 
 from __future__ import annotations
@@ -44,6 +51,23 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 DPLENA = ROOT / "reports" / "dplena"
 SHIELD = ROOT / "reports" / "shield"
+
+
+def _same_figures(got, want, path: str = "") -> None:
+    """``got`` has ``want``'s structure and its values, floats within a relative 1e-9 (inf and
+    nan equal to themselves); the json key order is not compared."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and got.keys() == want.keys(), path
+        for key in want:
+            _same_figures(got[key], want[key], f"{path}.{key}")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), path
+        for i, (g, w) in enumerate(zip(got, want)):
+            _same_figures(g, w, f"{path}[{i}]")
+    elif isinstance(want, float) and not isinstance(got, bool) and isinstance(got, (int, float)):
+        assert np.allclose(got, want, rtol=1e-9, atol=0.0, equal_nan=True), (path, got, want)
+    else:
+        assert got == want, (path, got, want)
 
 
 def _quoted(written: str, value: float, scale: float = 1.0) -> bool:
@@ -257,14 +281,14 @@ def test_shield_report_is_what_its_generator_writes(shield_results, tmp_path, mo
     fi = shield_results["fault_injection"]
 
     def sweep(bers, masks, seeds, **block):
-        assert [list(bers), dict(masks), list(seeds), block] == \
-            [fi["bers"], dict(shield_report.MASKS), fi["seeds"],
-             {k: fi[k] for k in ("n_tokens", "d_model", "n_heads")}]
+        _same_figures([list(bers), dict(masks), list(seeds), block],
+                      [fi["bers"], dict(shield_report.MASKS), fi["seeds"],
+                       {k: fi[k] for k in ("n_tokens", "d_model", "n_heads")}])
         return {name: committed[name].copy() for name in masks}
 
     monkeypatch.setattr(s, "fault_sweep", sweep)
     shield_report.build_report(tmp_path)
-    assert json.loads((tmp_path / "results.json").read_text()) == shield_results
+    _same_figures(json.loads((tmp_path / "results.json").read_text()), shield_results)
     assert (tmp_path / "README.md").read_text() == (SHIELD / "README.md").read_text()
 
 
@@ -274,7 +298,7 @@ def test_shield_fault_sweep_seed0_is_current(shield_results):
                           **{k: fi[k] for k in ("n_tokens", "d_model", "n_heads")})
     committed = _committed_sweep(shield_results)
     for name, errs in fresh.items():
-        assert np.array_equal(errs[:, 0], committed[name][:, 0]), name
+        assert np.allclose(errs[:, 0], committed[name][:, 0], rtol=0.1, atol=0.0), name
 
 
 def test_shield_report_prose(shield_results):
@@ -362,7 +386,7 @@ def test_rdxe_report_is_current_and_what_its_generator_writes():
 
     folder = ROOT / "reports" / "rdxe"
     stored = rdxe_report.load_results(folder)
-    assert stored == json.loads(json.dumps(rdxe_report.results()))   # the model, re-run
+    _same_figures(json.loads(json.dumps(rdxe_report.results())), stored)   # the model, re-run
     assert (folder / "README.md").read_text() == rdxe_report.readme(stored)
 
 
