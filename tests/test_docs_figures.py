@@ -62,7 +62,7 @@ def _same_figures(got, want, path: str = "") -> None:
             _same_figures(got[key], want[key], f"{path}.{key}")
     elif isinstance(want, list):
         assert isinstance(got, list) and len(got) == len(want), path
-        for i, (g, w) in enumerate(zip(got, want)):
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
             _same_figures(g, w, f"{path}[{i}]")
     elif isinstance(want, float) and not isinstance(got, bool) and isinstance(got, (int, float)):
         assert np.allclose(got, want, rtol=1e-9, atol=0.0, equal_nan=True), (path, got, want)
