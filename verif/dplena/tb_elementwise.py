@@ -6,6 +6,7 @@ import random
 
 import cocotb
 import numpy as np
+from cocotb.triggers import ReadOnly, RisingEdge
 from memwall.golden.formats import BF16
 from memwall.golden.fparith import fp32_to_bf16, fp_add, fp_mul, fp_sub
 from memwall.golden.transcendental import bf16_exp, bf16_recip
@@ -57,13 +58,45 @@ async def _run(dut, cases, cmd_layout, operands, result_width=16):
             await source.send(command, **packed)
 
     cocotb.start_soon(drive())
+    isolation = []
+    blocks = _lane_blocks(dut)
+    if blocks:
+        cocotb.start_soon(_check_isolation(clk, blocks, isolation))
     observed = await sink.wait_for(len(cases), timeout_cycles=50 * len(cases) + 1000)
+    assert not isolation, f"{len(isolation)} cycles broke operand isolation; first: {isolation[0]}"
     board = Scoreboard(dut._name, dut._log)
     for n, ((fields, _, expected), item) in enumerate(zip(cases, observed, strict=True)):
         got = unpack_lanes(item["y"], result_width, lanes).astype(np.uint16)
         board.compare(f"case {n} {fields.get('op')} y", expected.astype(np.uint16), got)
         board.compare(f"case {n} command", commands[n], item["payload"])
     board.result()
+
+
+def _lane_blocks(dut) -> list[tuple] | None:
+    """Each lane's adder, multiplier and exp block inputs, as Icarus shows them inside the
+    unit (Verilator keeps only the ports); None for another design (the scalar FP unit's
+    lanes have no such blocks)."""
+    if "icarus" not in cocotb.SIM_NAME.lower() or not hasattr(dut, "lane") \
+            or not hasattr(dut.lane[0].u, "add"):
+        return None
+    lanes = [dut.lane[i].u for i in range(tb_params()["lanes"])]
+    return [((u.add.a, u.add.b), (u.mul.a, u.mul.b), (u.exp.a,)) for u in lanes]
+
+
+async def _check_isolation(clk, blocks, errors: list) -> None:
+    """Operand isolation, a power contract no output shows: each cycle, in every lane, at
+    most one of the three blocks (the one the op uses) sees a non-zero operand."""
+    cycle = 0
+    while True:
+        await RisingEdge(clk)
+        await ReadOnly()
+        cycle += 1
+        for lane, ports in enumerate(blocks):
+            busy = [n for n, block in zip(("add", "mul", "exp"), ports, strict=True)
+                    if any(port.value.to_unsigned() for port in block)]
+            if len(busy) > 1:
+                errors.append(f"cycle {cycle}, lane {lane}: {' and '.join(busy)} both see "
+                              "operands")
 
 
 def _chunks(values: np.ndarray, lanes: int):
