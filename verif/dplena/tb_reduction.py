@@ -40,6 +40,22 @@ def order_sensitive(vlen: int) -> np.ndarray:
     return x
 
 
+def monotone_chunks(rng: np.random.Generator, vlen: int, chunks: int, kind: str,
+                    falling: bool) -> np.ndarray:
+    """``chunks`` chunks of ``kind`` values sorted so that each chunk's maximum is above
+    (``falling``: below) every value of the chunk before, each chunk shuffled within."""
+    x = bf16_vector(rng, chunks * vlen, kind)
+    order = np.argsort(_as_float(x), kind="stable")
+    parts = x[order].reshape(chunks, vlen)
+    if falling:
+        parts = parts[::-1]
+    return np.concatenate([rng.permutation(part) for part in parts])
+
+
+def _as_float(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
 @cocotb.test()
 async def random_and_directed(dut):
     vlen = tb_params()["vlen"]
@@ -67,6 +83,13 @@ async def random_and_directed(dut):
                     vectors.append((op, bf16_vector(rng, int(rng.integers(2 * vlen, 6 * vlen)),
                                                     kind)))
         vectors.append(("SUM", order_sensitive(vlen)))
+        # Chunk maxima that rise (each chunk must replace the running maximum) and fall
+        # (none may), over negative and mixed values: the accumulator's compare on every
+        # kind of running value, not only where random chunks happen to meet.
+        for kind in ("all_negative", "random"):
+            for op in ("MAX", "MAX_IDX"):
+                for falling in (False, True):
+                    vectors.append((op, monotone_chunks(rng, vlen, 8, kind, falling)))
         for _ in range(tb_params().get("random_vectors", 30)):
             kind = rng.choice(["random", "ties", "near_ties", "all_negative", "masked",
                                "specials", "denormal", "wide"])
