@@ -6,6 +6,7 @@ import random
 
 import cocotb
 import numpy as np
+from memwall.golden.formats import BF16
 from memwall.golden.fparith import reduce_max_idx, reduce_sum
 from memwall.hdl.dplena.reduction import ReduceOp, reduce_cmd_layout
 from memwall.verif.common.runner import tb_params
@@ -45,15 +46,11 @@ def monotone_chunks(rng: np.random.Generator, vlen: int, chunks: int, kind: str,
     """``chunks`` chunks of ``kind`` values sorted so that each chunk's maximum is above
     (``falling``: below) every value of the chunk before, each chunk shuffled within."""
     x = bf16_vector(rng, chunks * vlen, kind)
-    order = np.argsort(_as_float(x), kind="stable")
+    order = np.argsort(BF16.from_bits(x), kind="stable")
     parts = x[order].reshape(chunks, vlen)
     if falling:
         parts = parts[::-1]
     return np.concatenate([rng.permutation(part) for part in parts])
-
-
-def _as_float(bits: np.ndarray) -> np.ndarray:
-    return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
 @cocotb.test()
