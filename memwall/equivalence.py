@@ -1,7 +1,19 @@
 """Is a surviving mutant equivalent to the original? ``memwall mutate``'s check
 (:func:`check_equivalence`): signal correspondence by induction and a bounded search for an
 output difference, both with Yosys/SymbiYosys, at the module's ports and, for a mutant
-different there, inside the modules that instantiate it."""
+different there, inside the modules that instantiate it.
+
+Two rules say what "the same" means at a port:
+
+- **Stream payloads count only while valid.** An output ``<name>__payload`` beside a one-bit
+  output ``<name>__valid`` is compared as ``valid ? payload : 0`` (:func:`_mask_payloads`).
+  The stream contract is that no reader looks at a payload while its valid is 0, and a mutant
+  that changes only such a payload can be killed by no test that keeps the contract.
+- **A cut submodule's constant outputs stay constant.** When submodules are cut out of a big
+  module (their outputs made free inputs), an output the submodule drives with a constant in
+  every state is tied to that constant instead (:func:`_constant_outputs`): it is a fact of
+  the hardware, not a free value.
+"""
 
 from __future__ import annotations
 
@@ -17,14 +29,22 @@ from memwall.files import write_text_atomic
 from memwall.sweep import run_bounded
 
 __all__ = ["check_equivalence", "run_yosys", "READ_DESIGN", "EQUIVALENCE_DEPTH",
-           "EQUIVALENCE_TIMEOUT_S", "MAX_CONTEXTS", "EQUIVALENCE_MAX_LINES",
+           "EQUIVALENCE_TIMEOUT_S", "INDUCTION_SEQ", "MAX_CONTEXTS", "EQUIVALENCE_MAX_LINES",
            "SAME_NETLIST_TIMEOUT_S"]
 
 #: Survivors: no difference within this many cycles of reset, and no proof within this time
 #: (each of: building the miter, the correspondence proof, the bounded check), is ``unknown``.
-#: The induction (``equiv_induct -seq 4``) needs its pairs equal for its first 4 cycles; the
+#: The induction needs its pairs equal for its first :data:`INDUCTION_SEQ` cycles; the
 #: bounded check covers the outputs for twice that.
 EQUIVALENCE_DEPTH, EQUIVALENCE_TIMEOUT_S = 8, 300
+#: The induction's window (``equiv_induct -seq``). A bounded check stopped by its time bound
+#: after this many cycles without a difference still gives the induction its start; the
+#: result then says how many cycles the bounded check covered (``bounded``).
+INDUCTION_SEQ = 4
+#: What the check can prove, bumped when it learns to prove more. A kept ``equivalent`` stands
+#: whatever its version (an earlier check proved it); any other kept result of an earlier
+#: version is checked again.
+CHECK_VERSION = 2
 #: A survivor different at its module's ports is checked inside each of the module's parents
 #: when it has at most this many (a block shared by many units is not).
 MAX_CONTEXTS = 2
@@ -57,12 +77,14 @@ READ_DESIGN = "read_verilog -sv design.v\nproc\nmemory_collect\n"
 
 _UNPROVEN = re.compile(r"Unproven \$equiv \S+: (\S+)_gold(?: \[\d+\])? ")
 _GOLD_OUTPUTS = re.compile(r"^\s*wire (?:width \d+ )?output \d+ (\S+)$", re.M)
-_ALIAS = re.compile(r"^  connect ([\\$]\S+) ([\\$]\S+)$", re.M)
+_ALIAS = re.compile(r"^  connect ([\\$]\S+) ([\\$]\S+)(?: \[[\d:]+\])?$", re.M)
 
 
 def _aliases(module: str) -> dict[str, set]:
-    """The names of each whole wire of an RTLIL ``module`` joined by ``connect``: Yosys reports
-    an unproven pair under one of them, and ``equiv_make`` pairs every one."""
+    """The names of each wire of an RTLIL ``module`` joined by ``connect``, a wire to another
+    or to a part of it (a struct's fields): Yosys reports an unproven pair under one of them,
+    and ``equiv_make`` pairs every one. Unmatching a part's wire with the whole is more than
+    needed, never less."""
     names: dict[str, set] = {}
     for a, b in _ALIAS.findall(module):
         joined = names.get(a, {a}) | names.get(b, {b})
@@ -89,8 +111,9 @@ def _signal_correspondence(work: Path, deadline: float, rounds: int = 24) -> boo
         (work / "unmatched.txt").write_text("\n".join(sorted(unmatched)) + "\n")
         # ROMs (the exp/recip tables) as logic: equiv_make asserts on packed memories.
         run_yosys("read_rtlil pair.il\nmemory_map\nequiv_make -inames -blacklist unmatched.txt "
-                  "gold gate equiv\nhierarchy -top equiv\nequiv_struct\nequiv_simple -seq 4\n"
-                  "equiv_induct -seq 4\ntee -q -o equiv_status.txt equiv_status\n", work,
+                  "gold gate equiv\nhierarchy -top equiv\nequiv_struct\n"
+                  f"equiv_simple -seq {INDUCTION_SEQ}\nequiv_induct -seq {INDUCTION_SEQ}\n"
+                  "tee -q -o equiv_status.txt equiv_status\n", work,
                   "correspondence", max(1.0, deadline - time.perf_counter()))
         status = (work / "equiv_status.txt").read_text()
         named = _UNPROVEN.findall(status)
@@ -130,8 +153,9 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str,
                                    SAME_NETLIST_TIMEOUT_S]).encode()).hexdigest()
     if kept_file.exists():
         kept = json.loads(kept_file.read_text())
-        if kept["key"] == key and not (recheck_unknown
-                                       and kept["result"]["status"] == "unknown"):
+        status = kept["result"]["status"]
+        current = status == "equivalent" or kept.get("check", 1) == CHECK_VERSION
+        if kept["key"] == key and current and not (recheck_unknown and status == "unknown"):
             return kept["result"]
     result = _same_netlist(folder, module, mutation, tag) \
         or _bounded_check(folder, design, module, mutation, tag)
@@ -150,7 +174,8 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str,
                       "seconds": sum(r["seconds"] for r in inside.values())}
         else:
             result["in"] = {parent: r["status"] for parent, r in inside.items()}
-    write_text_atomic(kept_file, json.dumps({"key": key, "result": result}))
+    write_text_atomic(kept_file, json.dumps({"key": key, "check": CHECK_VERSION,
+                                             "result": result}))
     return result
 
 
@@ -191,13 +216,13 @@ def _same_netlist(folder: Path, module: str, mutation: str, tag: str) -> dict | 
 
 
 _MODULE = re.compile(r"^module (\\\S+|[\w$]+)\s*\(.*?^endmodule", re.M | re.S)
-_INSTANCE = re.compile(r"^\s+(\\\S+|[\w$]+) +(?:\\\S+|[\w$]+) *\(", re.M)
+_INSTANCE = re.compile(r"^\s+(\\\S+|[\w$]+) +(\\\S+|[\w$]+) *\(", re.M)
 
 
 def _parents(text: str, module: str) -> list[str]:
     """The modules of the Verilog ``text`` that instantiate ``module``."""
     return [m.group(1).lstrip("\\") for m in _MODULE.finditer(text)
-            if module in {i.lstrip("\\") for i in _INSTANCE.findall(m.group(0))}]
+            if module in {i.lstrip("\\") for i, _ in _INSTANCE.findall(m.group(0))}]
 
 
 def _modules(text: str) -> dict[str, str]:
@@ -206,8 +231,64 @@ def _modules(text: str) -> dict[str, str]:
 
 def _children(modules: dict[str, str], name: str) -> list[str]:
     """The module types ``name`` instantiates, one entry per instance."""
-    return [i.lstrip("\\") for i in _INSTANCE.findall(modules[name])
+    return [i.lstrip("\\") for i, _ in _INSTANCE.findall(modules[name])
             if i.lstrip("\\") in modules]
+
+
+def _instances(modules: dict[str, str], name: str, child: str) -> list[str]:
+    """The names of ``name``'s instances of module type ``child``."""
+    return [n.lstrip("\\") for t, n in _INSTANCE.findall(modules[name])
+            if t.lstrip("\\") == child]
+
+
+_CONSTANT = re.compile(r"^  connect \\(\S+) (\d+'[01]+)$", re.M)
+
+
+def _constant_outputs(work: Path, module: str) -> dict[str, str]:
+    """The outputs of ``module`` (in ``work/design.v``) driven by a constant in every state,
+    once Yosys has flattened and optimised it: ``{port: RTLIL constant}``. Outputs constant in
+    only some bits are left out."""
+    run_yosys(f"{READ_DESIGN}hierarchy -top {module}\nflatten\nopt -fast\nopt_clean -purge\n"
+              f"write_rtlil constants_{module}.il\n", work, f"constants_{module}",
+              EQUIVALENCE_TIMEOUT_S)
+    text = (work / f"constants_{module}.il").read_text()
+    outputs = set(_GOLD_OUTPUTS.findall(text))
+    return {name: value for name, value in _CONSTANT.findall(text) if f"\\{name}" in outputs}
+
+
+def _mask_payloads(rtlil: str, modules: tuple[str, ...] = ("gold", "gate")) -> str:
+    """``rtlil`` with each stream payload output of ``modules`` compared only while valid: an
+    output ``\\<s>__payload`` beside a one-bit output ``\\<s>__valid`` is renamed
+    ``\\<s>__payload$unmasked`` (no longer a port) and the port driven by
+    ``valid ? payload : 0``, a ``$mux``."""
+    declaration = re.compile(r"^  wire (width (\d+) )?output (\d+) \\(\S+)$", re.M)
+    for name in modules:
+        start = rtlil.index(f"\nmodule \\{name}\n") + 1
+        end = rtlil.index("\nend\n", start)
+        body = rtlil[start:end]
+        ports = {m.group(4): m for m in declaration.finditer(body)}
+        cells = []
+        for port, found in ports.items():
+            stream = port.removesuffix("__payload")
+            valid = ports.get(f"{stream}__valid")
+            if stream == port or valid is None or valid.group(1):
+                continue
+            raw, width = f"{port}$unmasked", int(found.group(2) or 1)
+            # Every use of the port now reads (or drives) the unmasked payload; the port is
+            # declared again beside it, driven by the mask.
+            body = body.replace(found.group(0), "@@port@@")
+            body = re.sub(rf"(?<=[ {{]){re.escape(chr(92) + port)}(?=[\s\[}}]|$)",
+                          lambda _, raw=raw: f"\\{raw}", body, flags=re.M)
+            body = body.replace("@@port@@",
+                                f"  wire {found.group(1) or ''}\\{raw}\n{found.group(0)}")
+            # Named apart in the two: equiv_make pairs the inputs of same-named cells.
+            cells.append(f"  cell $mux $mask${name}${port}\n    parameter \\WIDTH {width}\n"
+                         f"    connect \\A {width}'{'0' * width}\n    connect \\B \\{raw}\n"
+                         f"    connect \\S \\{stream}__valid\n    connect \\Y \\{port}\n"
+                         "  end\n")
+        rtlil = rtlil[:start] + body + "\n" + "".join(cells).rstrip("\n") + rtlil[end:]
+    return rtlil
+
 
 
 def _lines(modules: dict[str, str], module: str, cut: frozenset = frozenset()) -> int:
@@ -262,17 +343,26 @@ def _bounded_check(folder: Path, design: str, module: str, mutation: str, tag: s
 def _check_equivalence(folder: Path, module: str, mutation: str, tag: str,
                        top: str | None = None, cut: frozenset = frozenset()) -> dict:
     """The mutant against the original, both flattened from ``top`` (default: the module),
-    with the instances of the module types in ``cut`` turned into ports."""
+    with the instances of the module types in ``cut`` turned into ports (their constant
+    outputs tied) and the stream payloads masked (:func:`_mask_payloads`)."""
     from memwall.formal import sby_command
 
     work = folder / module / (f"equiv_{tag}" + (f"_in_{top}" if top else ""))
     top = top or module
-    # Each cut instance's ports become the top's, named "<instance>.<port>" in both.
-    evert = "".join(f"expose -evert {top}/t:{name}\n" for name in sorted(cut))
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     shutil.copy(folder / "design.v", work / "design.v")
     started = time.perf_counter()
+    # Each cut instance's ports become the top's, named "<instance>.<port>" in both; those
+    # the instance drives with a constant are driven by it again.
+    evert = "".join(f"expose -evert {top}/t:{name}\n" for name in sorted(cut))
+    modules = _modules((work / "design.v").read_text())
+    for child in sorted(cut):
+        constants = _constant_outputs(work, child)
+        for instance in _instances(modules, top, child):
+            for port, value in sorted(constants.items()):
+                evert += (f"delete -port {top}/w:{instance}.{port}\ncd {top}\n"
+                          f"connect -nounset -set \\{instance}.{port} {value}\ncd ..\n")
     # One read (cell names carry a counter the mutation's names depend on), copied twice.
     run_yosys(f"{READ_DESIGN}design -save original\n"
               f"hierarchy -top {top}\n{evert}flatten\nrename {top} gold\ndesign -stash gold\n"
@@ -282,7 +372,9 @@ def _check_equivalence(folder: Path, module: str, mutation: str, tag: str,
               f"rename -enumerate -pattern gate_cell_% c:*\n"
               f"rename {top} gate\ndesign -stash gate\n"
               "design -copy-from gold -as gold gold\ndesign -copy-from gate -as gate gate\n"
-              "write_rtlil pair.il\n"
+              "write_rtlil pair.il\n", work, "pair", EQUIVALENCE_TIMEOUT_S)
+    (work / "pair.il").write_text(_mask_payloads((work / "pair.il").read_text()))
+    run_yosys("read_rtlil pair.il\n"
               "miter -equiv -flatten -make_assert -ignore_gold_x gold gate miter\n"
               "hierarchy -top miter\nwrite_rtlil miter.il\n", work, "miter",
               EQUIVALENCE_TIMEOUT_S)
@@ -294,19 +386,21 @@ def _check_equivalence(folder: Path, module: str, mutation: str, tag: str,
     cmd, env = sby_command("equiv.sby")
     text = run_bounded(cmd, cwd=work, env=env, timeout_s=EQUIVALENCE_TIMEOUT_S)[1] or ""
     seconds = round(time.perf_counter() - started, 1)
+    steps = [int(step) for step in re.findall(r"Checking assertions in step (\d+)", text)]
     if "DONE (FAIL" in text:
         traces = sorted(work.glob("equiv/engine_*/trace*.vcd"))
-        step = re.search(r"Assert failed in miter.*|BMC failed|failed assertion", text)
-        cycles = re.findall(r"Checking assertions in step (\d+)", text)
+        failed = re.search(r"Assert failed in miter.*|BMC failed|failed assertion", text)
         return {"status": "different", "seconds": seconds,
-                "cycles": int(cycles[-1]) if cycles and step else None,
+                "cycles": steps[-1] if steps and failed else None,
                 "trace": str(traces[0]) if traces else None}
-    if "DONE (PASS" not in text:
-        return {"status": "unknown", "seconds": seconds, "bounded": None}
+    # Cycles without a difference: all of them, or those before the step the time bound cut.
+    bounded = EQUIVALENCE_DEPTH if "DONE (PASS" in text else max(steps, default=0)
+    if bounded < INDUCTION_SEQ:
+        return {"status": "unknown", "seconds": seconds, "bounded": bounded or None}
     # The correspondence proof has the same bound as the bounded check (a big module's
     # flattened miter can take a Yosys run longer than the whole sweep); the bounded check is
     # its start (equal from reset).
     corresponds = _signal_correspondence(work, time.perf_counter() + EQUIVALENCE_TIMEOUT_S)
     seconds = round(time.perf_counter() - started, 1)
     return {"status": "equivalent" if corresponds else "unknown", "seconds": seconds,
-            **({} if corresponds else {"bounded": EQUIVALENCE_DEPTH})}
+            "bounded": bounded}

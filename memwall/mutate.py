@@ -25,8 +25,9 @@ How strong is a regression? Break the hardware on purpose and count how often it
    bounded to a multiple of its measured time: a failing test or a timeout kills it. Jobs go
    through the sweep runner (:mod:`memwall.sweep`): local processes or Ray.
 5. **Survivors.** Each survivor is checked for equivalence with the original (flattened, from
-   the same initial state, inputs free): signal correspondence proved by induction, and no
-   output difference in a bounded run from reset (:func:`check_equivalence`); if that fails,
+   the same initial state, inputs free, stream payloads compared while valid): signal
+   correspondence proved by induction, and no output difference in a bounded run from reset
+   (:func:`check_equivalence`); if that fails,
    again inside the module's parents, and for large designs with submodules cut out. Equivalent
    mutants leave the denominator; ``score = killed / (mutants - equivalent)``. A survivor's
    reason is its recorded note (:data:`NOTES`) or, if none, what the equivalence check found.
@@ -55,6 +56,7 @@ from pathlib import Path
 from memwall.equivalence import (
     EQUIVALENCE_DEPTH,
     EQUIVALENCE_MAX_LINES,
+    INDUCTION_SEQ,
     MAX_CONTEXTS,
     READ_DESIGN,
     check_equivalence,
@@ -573,13 +575,17 @@ def render_markdown(entries: list[dict]) -> str:
              "Surviving mutants were checked for equivalence with the original: equivalent "
              "when signal correspondence is proved by induction (Yosys `equiv_induct`) and a "
              "SymbiYosys BMC of the two modules' outputs finds no difference in the "
-             f"{EQUIVALENCE_DEPTH} cycles from reset; a mutant not proved equivalent at its "
+             f"{EQUIVALENCE_DEPTH} cycles from reset (or, stopped by its time bound, in at "
+             f"least the induction's {INDUCTION_SEQ}); a stream's payload is compared only "
+             "while its valid is 1 (no reader may look at it otherwise). A mutant not proved "
+             "equivalent at its "
              "module's ports (a difference found, or none found and the proof failing) is "
              "checked again inside the module's parents (when it has at most "
              f"{MAX_CONTEXTS}), and equivalent in all of them is equivalent. Past "
              f"{EQUIVALENCE_MAX_LINES} lines of flattened Verilog, the largest submodules "
              "without the mutant are cut out (their outputs free and shared by the two "
-             "designs: equivalent then is equivalent, a difference decides nothing); modules "
+             "designs, except those a submodule drives with a constant, which keep it: "
+             "equivalent then is equivalent, a difference decides nothing); modules "
              "still past it are not checked. "
              "Equivalent mutants leave the denominator: score = killed / (mutants − "
              "equivalent). A survivor that is not proved equivalent counts as surviving.", ""]

@@ -145,3 +145,105 @@ def test_a_constant_onto_the_same_constant_is_the_same_netlist(tmp_path, monkeyp
     changed = check_equivalence(tmp_path, "top", "mutate -mode const1 -module top -cell c "
                                 "-port a -portbit 1", "changed")
     assert changed["status"] == "unknown", changed
+
+
+# A stream whose payload takes ``a ^ b`` when drained, only ever seen while ``o__valid`` is 0,
+# and ``a + b`` when loaded, seen while it is 1.
+STREAM = """\
+module top(clk, a, b, go, o__ready, o__valid, o__payload);
+  input clk;
+  input [3:0] a;
+  input [3:0] b;
+  input go;
+  input o__ready;
+  output reg o__valid = 1'd0;
+  output reg [3:0] o__payload = 4'd0;
+  always @(posedge clk)
+    if (go) begin
+      o__valid <= 1'd1;
+      o__payload <= a + b;
+    end else if (o__ready) begin
+      o__valid <= 1'd0;
+      o__payload <= a ^ b;
+    end
+endmodule
+"""
+
+
+def test_a_stream_payload_counts_only_while_valid(tmp_path):
+    """A mutant that changes a payload only while its valid is 0 is equivalent (no reader may
+    look at it then); one that changes what a valid payload carries is not."""
+    (tmp_path / "design.v").write_text(STREAM)
+    (tmp_path / "top").mkdir()
+    run_yosys(f"{READ_DESIGN}mutate -list 100 -seed 1 -none\n", tmp_path, "list")
+    idle = check_equivalence(tmp_path, "top", _mutation(tmp_path, r"-mode inv .*-cell \$xor\S* "
+                                                                  r"-port Y "), "idle")
+    assert idle["status"] == "equivalent", idle
+    carried = check_equivalence(tmp_path, "top", _mutation(tmp_path, r"-mode inv .*-cell "
+                                                                     r"\$add\S* -port Y "),
+                                "carried")
+    assert carried["status"] == "different", carried
+
+
+# ``child`` drives ``r`` with a constant that gates what ``top`` sees of ``q``.
+CONSTANT_OUTPUT = """\
+module child(clk, a, q, r);
+  input clk;
+  input [3:0] a;
+  output reg [3:0] q = 4'd0;
+  output r;
+  assign r = 1'd1;
+  always @(posedge clk) q <= a;
+endmodule
+
+module gated(en, a, y);
+  input en;
+  input [3:0] a;
+  output [3:0] y;
+  assign y = en ? a : 4'd0;
+endmodule
+
+module top(clk, a, b, y);
+  input clk;
+  input [3:0] a;
+  input [3:0] b;
+  output reg [3:0] y = 4'd0;
+  wire [3:0] q;
+  wire [3:0] g;
+  wire r;
+  child c (.clk(clk), .a(a), .q(q), .r(r));
+  gated u (.en(r), .a(q), .y(g));
+  always @(posedge clk) y <= g ^ b;
+endmodule
+"""
+
+
+def test_a_cut_submodules_constant_output_stays_constant(tmp_path, monkeypatch):
+    """Cut out, ``child``'s outputs are free inputs, except ``r``, which it drives with 1 in
+    every state: a mutant that ties ``u``'s ``en`` to 1 is equivalent, one that ties it to 0
+    is not proved so (a difference with ``q`` free decides nothing)."""
+    (tmp_path / "design.v").write_text(CONSTANT_OUTPUT)
+    (tmp_path / "top").mkdir()
+    monkeypatch.setattr(equivalence, "_same_netlist", lambda *args: None)   # the flattened path
+    modules = equivalence._modules(CONSTANT_OUTPUT)
+    monkeypatch.setattr(equivalence, "EQUIVALENCE_MAX_LINES",
+                        equivalence._lines(modules, "top", frozenset({"child"})))
+    tied = check_equivalence(tmp_path, "top", "mutate -mode const1 -module top -cell u "
+                             "-port en -portbit 0", "tied")
+    assert tied["status"] == "equivalent" and tied["cut"] == ["child"], tied
+    cleared = check_equivalence(tmp_path, "top", "mutate -mode const0 -module top -cell u "
+                                "-port en -portbit 0", "cleared")
+    assert cleared["status"] == "unknown" and "free" in cleared["error"], cleared
+
+
+@pytest.mark.parametrize("steps, status", [(5, "equivalent"), (3, "unknown")])
+def test_a_bounded_check_cut_by_its_time_bound(folder, monkeypatch, steps, status):
+    """A bounded check stopped by its time bound still starts the induction when it covered
+    the induction's window (``INDUCTION_SEQ`` cycles) without a difference, and says how many
+    cycles it covered; short of that the mutant is unknown."""
+    assert equivalence.INDUCTION_SEQ == 4
+    monkeypatch.setattr(equivalence, "_same_netlist", lambda *args: None)   # the flattened path
+    stopped = "".join(f"Checking assertions in step {step}..\n" for step in range(steps + 1))
+    monkeypatch.setattr(equivalence, "run_bounded", lambda *args, **kwargs: (None, stopped))
+    result = check_equivalence(folder, "top", "mutate -mode none", f"stopped{steps}")
+    assert result["status"] == status and result["bounded"] == steps, result
