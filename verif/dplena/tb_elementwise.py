@@ -75,12 +75,26 @@ async def _run(dut, cases, cmd_layout, operands, result_width=16):
 def _lane_blocks(dut) -> list[tuple] | None:
     """Each lane's adder, multiplier and exp block inputs, as Icarus shows them inside the
     unit (Verilator keeps only the ports); None for another design (the scalar FP unit's
-    lanes have no such blocks)."""
-    if "icarus" not in cocotb.SIM_NAME.lower() or not hasattr(dut, "lane") \
-            or not hasattr(dut.lane[0].u, "add"):
+    lanes have no such blocks). A lane is ``lane[<i>].u`` as Yosys writes the unit back for
+    mutation (an escaped name, which Icarus shows only among its parent's children, and so
+    too the lane's own), or in a generate array as Amaranth writes it."""
+    if "icarus" not in cocotb.SIM_NAME.lower():
         return None
-    lanes = [dut.lane[i].u for i in range(tb_params()["lanes"])]
-    return [((u.add.a, u.add.b), (u.mul.a, u.mul.b), (u.exp.a,)) for u in lanes]
+    lanes = _children(dut)
+    try:
+        lanes = [_children(lanes[f"lane[{i}].u"] if f"lane[{i}].u" in lanes else dut.lane[i].u)
+                 for i in range(tb_params()["lanes"])]
+    except (AttributeError, IndexError):
+        return None
+    if "add" not in lanes[0]:
+        return None
+    ports = [{block: _children(u[block]) for block in ("add", "mul", "exp")} for u in lanes]
+    return [((p["add"]["a"], p["add"]["b"]), (p["mul"]["a"], p["mul"]["b"]), (p["exp"]["a"],))
+            for p in ports]
+
+
+def _children(handle) -> dict:
+    return {child._name: child for child in handle}
 
 
 async def _check_isolation(clk, blocks, errors: list) -> None:
