@@ -83,8 +83,11 @@ SEED = 1
 #: Each test of a mutant may take this many times its measured time, plus the slack (a hang
 #: is a kill).
 TIMEOUT_FACTOR, TIMEOUT_SLACK_S = 3, 30
-#: Measured seconds of tests a mutant runs (in coverage order, at least one).
-TEST_BUDGET_S = 90
+#: Measured seconds of tests a mutant runs (in coverage order, at least one). dplena_core's
+#: first nine tests measure about 80 s: at a 90 s budget its tenth (every Vector SRAM lane read
+#: back, about 16 s), the one test that kills a prefetch-count mutant, fell in or out with the
+#: load on the machine during the coverage pass.
+TEST_BUDGET_S = 120
 #: Bumped when the coverage's layout or the order of a module's tests changes.
 COVERAGE_FORMAT = 2
 
