@@ -247,13 +247,22 @@ _CONSTANT = re.compile(r"^  connect \\(\S+) (\d+'[01]+)$", re.M)
 def _constant_outputs(work: Path, module: str) -> dict[str, str]:
     """The outputs of ``module`` (in ``work/design.v``) driven by a constant in every state,
     once Yosys has flattened and optimised it: ``{port: RTLIL constant}``. Outputs constant in
-    only some bits are left out."""
+    only some bits are left out. Kept beside the run's design (``work``'s parents), keyed by
+    it: every check of a big module's mutants cuts the same submodules."""
+    design = (work / "design.v").read_text()
+    kept_file = work.parents[1] / f"constant_outputs_{module}.json"
+    key = hashlib.sha1(design.encode()).hexdigest()
+    if kept_file.exists() and json.loads(kept_file.read_text())["key"] == key:
+        return json.loads(kept_file.read_text())["outputs"]
     run_yosys(f"{READ_DESIGN}hierarchy -top {module}\nflatten\nopt -fast\nopt_clean -purge\n"
               f"write_rtlil constants_{module}.il\n", work, f"constants_{module}",
               EQUIVALENCE_TIMEOUT_S)
     text = (work / f"constants_{module}.il").read_text()
     outputs = set(_GOLD_OUTPUTS.findall(text))
-    return {name: value for name, value in _CONSTANT.findall(text) if f"\\{name}" in outputs}
+    constants = {name: value for name, value in _CONSTANT.findall(text)
+                 if f"\\{name}" in outputs}
+    write_text_atomic(kept_file, json.dumps({"key": key, "outputs": constants}))
+    return constants
 
 
 def _mask_payloads(rtlil: str, modules: tuple[str, ...] = ("gold", "gate")) -> str:
@@ -276,10 +285,9 @@ def _mask_payloads(rtlil: str, modules: tuple[str, ...] = ("gold", "gate")) -> s
             raw, width = f"{port}$unmasked", int(found.group(2) or 1)
             # Every use of the port now reads (or drives) the unmasked payload; the port is
             # declared again beside it, driven by the mask.
-            body = body.replace(found.group(0), "@@port@@")
             body = re.sub(rf"(?<=[ {{]){re.escape(chr(92) + port)}(?=[\s\[}}]|$)",
                           lambda _, raw=raw: f"\\{raw}", body, flags=re.M)
-            body = body.replace("@@port@@",
+            body = body.replace(found.group(0).replace(f"\\{port}", f"\\{raw}"),
                                 f"  wire {found.group(1) or ''}\\{raw}\n{found.group(0)}")
             # Named apart in the two: equiv_make pairs the inputs of same-named cells.
             cells.append(f"  cell $mux $mask${name}${port}\n    parameter \\WIDTH {width}\n"
