@@ -44,7 +44,7 @@ INDUCTION_SEQ = 4
 #: What the check can prove, bumped when it learns to prove more. A kept ``equivalent`` stands
 #: whatever its version (an earlier check proved it); any other kept result of an earlier
 #: version is checked again.
-CHECK_VERSION = 2
+CHECK_VERSION = 3
 #: A survivor different at its module's ports is checked inside each of the module's parents
 #: when it has at most this many (a block shared by many units is not).
 MAX_CONTEXTS = 2
@@ -372,7 +372,11 @@ def _check_equivalence(folder: Path, module: str, mutation: str, tag: str,
                 evert += (f"delete -port {top}/w:{instance}.{port}\ncd {top}\n"
                           f"connect -nounset -set \\{instance}.{port} {value}\ncd ..\n")
     # One read (cell names carry a counter the mutation's names depend on), copied twice.
-    run_yosys(f"{READ_DESIGN}design -save original\n"
+    # A register with no initial value (an SRAM's read data before its first read) would start
+    # free in each copy, so the copies would differ before any input: it starts at 0 in both,
+    # set before the mutation (which may move a register's output to a new wire).
+    # setundef also sets the x constants to 0, the same in both: stricter than x's freedom.
+    run_yosys(f"{READ_DESIGN}setundef -zero -init\ndesign -save original\n"
               f"hierarchy -top {top}\n{evert}flatten\nrename {top} gold\ndesign -stash gold\n"
               f"design -load original\n{mutation}\nhierarchy -top {top}\n{evert}flatten\n"
               # Signals are matched by name, cells not: a mutated cell's readers would

@@ -184,6 +184,7 @@ class _Datapath:
         self.cycles = Signal(32)
         self.gp = Array(Signal(32, name=f"g{n}") for n in range(NUM_GP))
         self.fp = Array(Signal(32, name=f"f{n}") for n in range(NUM_FP))
+        self._write_ports()
         self.stage = Array(Signal(16, name=f"stage{n}") for n in range(L))
         self.flags = Signal(L)
         m.d.comb += [seq.busy.eq(self.running), seq.cycles.eq(self.cycles),
@@ -204,6 +205,20 @@ class _Datapath:
             m.d.sync += self.pend_valid.eq(0)
         # A read issued now can land in `pend` next cycle.
         self.fifo_slot = ~self.pend_valid | self.fifo.w_rdy
+
+    def _write_ports(self) -> None:
+        """One write port per register file (at most one write per file in a cycle): an
+        address, the data, and a decoded enable per register. Writing through ``Array``
+        indexing instead gives every register a case per address, whose compares are
+        redundant (logic no test can check)."""
+        m = self.m
+        self.gp_we, self.gp_wa, self.gp_wd = Signal(), Signal(range(NUM_GP)), Signal(32)
+        self.fp_we, self.fp_wa, self.fp_wd = Signal(), Signal(range(NUM_FP)), Signal(32)
+        for we, wa, wd, registers, first in ((self.gp_we, self.gp_wa, self.gp_wd, self.gp, 1),
+                                             (self.fp_we, self.fp_wa, self.fp_wd, self.fp, 0)):
+            for n in range(first, len(registers)):        # g0 reads 0: never written
+                with m.If(we & (wa == n)):
+                    m.d.sync += registers[n].eq(wd)
 
     def _fetch(self) -> None:
         """The instruction register holds the instruction at ``pc``; the read port already
@@ -331,8 +346,12 @@ class _Datapath:
 
     # -- helpers ----------------------------------------------------------------------------------
     def set_gp(self, index, value) -> None:
-        with self.m.If(index != 0):            # g0 reads 0
-            self.m.d.sync += self.gp[index].eq(value)
+        """Write ``value`` to GP register ``index`` at the end of this cycle."""
+        self.m.d.comb += [self.gp_we.eq(1), self.gp_wa.eq(index), self.gp_wd.eq(value)]
+
+    def set_f_rd(self, value) -> None:
+        """Write ``value`` to the instruction's FP register ``rd`` at the end of this cycle."""
+        self.m.d.comb += [self.fp_we.eq(1), self.fp_wa.eq(self.instr.rd), self.fp_wd.eq(value)]
 
     def complete(self) -> None:
         """The instruction completes this cycle: fetch the next one."""
@@ -424,10 +443,10 @@ class _Datapath:
                              self.fp_wr.data.eq(f_rd[16:]), self.done.eq(1)]
             # ----- scalar FP -----
             with m.Case(Op.S_LI_F):
-                m.d.sync += f_rd.eq(imm)
+                self.set_f_rd(imm)
                 m.d.comb += self.done.eq(1)
             with m.Case(Op.S_MOV_F):
-                m.d.sync += f_rd.eq(f1)
+                self.set_f_rd(f1)
                 m.d.comb += self.done.eq(1)
             for arith_op, (block, result) in self.arith.items():
                 with m.Case(arith_op):
@@ -436,11 +455,11 @@ class _Datapath:
                                      self.arith_a.eq(f1), self.arith_b.eq(self.f2)]
                         m.next = "SCALAR_ARITH"
                     else:
-                        m.d.sync += f_rd.eq(result)
+                        self.set_f_rd(result)
                         m.d.comb += self.done.eq(1)
             with m.Case(Op.S_MAX_IDX_F):
                 with m.If(bf16_key(f1[16:]) > bf16_key(f_rd[16:])):
-                    m.d.sync += f_rd.eq(f1)
+                    self.set_f_rd(f1)
                     self.set_gp(instr.rs3, g2)
                 m.d.comb += self.done.eq(1)
             with m.Case(Op.S_EXP_BF, Op.S_RECIP_BF, Op.S_CVT_BF):
@@ -507,11 +526,11 @@ class _Datapath:
                 with m.Switch(self.op):
                     for arith_op, reg in results.items():
                         with m.Case(arith_op):
-                            m.d.sync += self.f_rd.eq(reg)
+                            self.set_f_rd(reg)
                 self.complete()
         with m.State("SCALAR_FP"):
             with m.If(self.sfp.o.valid):
-                m.d.sync += self.f_rd.eq(Cat(Const(0, 16), self.sfp.y))
+                self.set_f_rd(Cat(Const(0, 16), self.sfp.y))
                 self.complete()
 
     def vector_states(self) -> None:
@@ -522,7 +541,7 @@ class _Datapath:
             m.d.comb += seq.red_i.valid.eq(self.p_valid)
             with m.If(self.imm[1]):      # LAST: wait for the result
                 with m.If(seq.red_o.valid):
-                    m.d.sync += self.f_rd.eq(seq.red_o.payload.value)
+                    self.set_f_rd(seq.red_o.payload.value)
                     with m.If(self.op == Op.V_RED_MAX_IDX):
                         self.set_gp(self.instr.rs3, seq.red_o.payload.index)
                     self.complete()

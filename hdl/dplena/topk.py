@@ -154,12 +154,16 @@ class TopkMaskUnit(wiring.Component):
         with m.If(self.o.valid & self.o.ready):
             m.d.sync += out_valid.eq(0)
 
-        with m.If(self.i.valid & self.i.ready):
-            with m.If(in_range):
-                m.d.sync += [slot_key[j].eq(nxt_key[j]) for j in range(keyed)]
-                m.d.sync += [slot_idx[j].eq(nxt_idx[j]) for j in range(n)]
-                m.d.sync += [slot_occ[j].eq(nxt_occ[j]) for j in range(n)]
-                m.d.sync += pos.eq(pos + 1)
+        accepted = self.i.valid & self.i.ready
+        # One enable for the slots, not an If inside the transfer's: the inner If's hold path
+        # would serve only elements past `length`, whose keys are never read (logic no test
+        # can check).
+        with m.If(accepted & in_range):
+            m.d.sync += [slot_key[j].eq(nxt_key[j]) for j in range(keyed)]
+            m.d.sync += [slot_idx[j].eq(nxt_idx[j]) for j in range(n)]
+            m.d.sync += [slot_occ[j].eq(nxt_occ[j]) for j in range(n)]
+            m.d.sync += pos.eq(pos + 1)
+        with m.If(accepted):
             with m.If(first):
                 m.d.sync += k_reg.eq(el.k)
             with m.If(el.last):
