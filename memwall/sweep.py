@@ -73,10 +73,28 @@ def run_bounded(cmd: list[str], *, cwd: Path, env: dict | None = None,
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    """Kill the tool and every process of its session: SBY starts each solver in a process
+    group of its own, which killing the tool's group alone would leave running."""
+    for pid in [proc.pid, *_session_members(proc.pid)]:
+        try:
+            os.killpg(pid, signal.SIGKILL) if pid == proc.pid else os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _session_members(session: int) -> list[int]:
+    """The processes of ``session`` (Linux' /proc; none found elsewhere)."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:          # ended while listed
+            continue
+        # pid (comm) state ppid pgrp session ...; comm may hold spaces and parentheses.
+        fields = text[text.rfind(")") + 2:].split()
+        if len(fields) > 3 and int(fields[3]) == session:
+            members.append(int(stat.parent.name))
+    return members
 
 
 def available_cpus() -> int:
