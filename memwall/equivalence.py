@@ -252,8 +252,9 @@ def _constant_outputs(work: Path, module: str) -> dict[str, str]:
     design = (work / "design.v").read_text()
     kept_file = work.parents[1] / f"constant_outputs_{module}.json"
     key = hashlib.sha1(design.encode()).hexdigest()
-    if kept_file.exists() and json.loads(kept_file.read_text())["key"] == key:
-        return json.loads(kept_file.read_text())["outputs"]
+    kept = json.loads(kept_file.read_text()) if kept_file.exists() else {}
+    if kept.get("key") == key:
+        return kept["outputs"]
     run_yosys(f"{READ_DESIGN}hierarchy -top {module}\nflatten\nopt -fast\nopt_clean -purge\n"
               f"write_rtlil constants_{module}.il\n", work, f"constants_{module}",
               EQUIVALENCE_TIMEOUT_S)

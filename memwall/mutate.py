@@ -519,8 +519,10 @@ def _runs_and_checks(folder: Path, config: str, targets: list[Target], made: dic
                  if runs[f"{t.module}#{m['id']}"]["status"] == "survived"]
     # A mutation that ties a bit to the constant it already holds writes the module back
     # unchanged: equivalent, with no check (which, on the sequencer, runs past its bounds).
+    control = {t.module: _mutant_text(folder / t.module / "control.v")
+               for t in {t for t, _ in survivors}}
     unchanged = {f"{t.module}#{m['id']}" for t, m in survivors
-                 if _mutant_text(Path(m["file"])) == _mutant_text(folder / t.module / "control.v")}
+                 if _mutant_text(Path(m["file"])) == control[t.module]}
     checks = run_sweep([Job(f"{t.module}#{m['id']}", check_equivalence,
                             (folder, t.module, m["mutation"], str(m["id"]),
                              recheck_unknown))

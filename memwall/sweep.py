@@ -75,9 +75,10 @@ def run_bounded(cmd: list[str], *, cwd: Path, env: dict | None = None,
 def _kill_group(proc: subprocess.Popen) -> None:
     """Kill the tool and every process of its session: SBY starts each solver in a process
     group of its own, which killing the tool's group alone would leave running."""
-    for pid in [proc.pid, *_session_members(proc.pid)]:
+    kills = [(os.killpg, proc.pid)] + [(os.kill, pid) for pid in _session_members(proc.pid)]
+    for kill, pid in kills:
         try:
-            os.killpg(pid, signal.SIGKILL) if pid == proc.pid else os.kill(pid, signal.SIGKILL)
+            kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
 
