@@ -33,18 +33,23 @@ __all__ = ["check_equivalence", "run_yosys", "READ_DESIGN", "EQUIVALENCE_DEPTH",
            "SAME_NETLIST_TIMEOUT_S"]
 
 #: Survivors: no difference within this many cycles of reset, and no proof within this time
-#: (each of: building the miter, the correspondence proof, the bounded check), is ``unknown``.
-#: The induction needs its pairs equal for its first :data:`INDUCTION_SEQ` cycles; the
-#: bounded check covers the outputs for twice that.
+#: (each of: building the miter, the bounded check, the correspondence proof with its start),
+#: is ``unknown``.
 EQUIVALENCE_DEPTH, EQUIVALENCE_TIMEOUT_S = 8, 300
-#: The induction's window (``equiv_induct -seq``). A bounded check stopped by its time bound
-#: after this many cycles without a difference still gives the induction its start; the
-#: result then says how many cycles the bounded check covered (``bounded``).
+#: The induction's window (``equiv_induct -seq``): pairs equal for this many cycles stay
+#: equal. Its start, every proved pair equal for that many cycles from reset, is a bounded
+#: check of its own (:func:`_unequal_from_reset`), so a bounded check of the outputs stopped
+#: by its time bound decides nothing; the result says how many cycles it covered
+#: (``bounded``).
 INDUCTION_SEQ = 4
-#: What the check can prove, bumped when it learns to prove more. A kept ``equivalent`` stands
-#: whatever its version (an earlier check proved it); any other kept result of an earlier
-#: version is checked again.
-CHECK_VERSION = 3
+#: What the check can prove, bumped when it learns to prove more: a kept result of an earlier
+#: version is checked again, except an ``equivalent`` of a version at least
+#: :data:`SOUND_SINCE`, or one of the same netlist (:func:`_same_netlist`), which stand.
+CHECK_VERSION = 4
+#: Before version 4 the induction's start was the outputs' bounded check, not every pair's
+#: (:func:`_unequal_from_reset`): a mutant that differed inside from reset, and at the outputs
+#: only after the bounded check, passed. Equivalents proved so are checked again.
+SOUND_SINCE = 4
 #: A survivor different at its module's ports is checked inside each of the module's parents
 #: when it has at most this many (a block shared by many units is not).
 MAX_CONTEXTS = 2
@@ -100,7 +105,13 @@ def _signal_correspondence(work: Path, deadline: float, rounds: int = 24) -> boo
     by induction (``equiv_induct``, which assumes them all in earlier cycles). An internal pair
     that does not hold (the mutated signal) is unmatched and the proof redone, until every
     remaining pair, the outputs among them, is proved (sound: only proved pairs are assumed) or
-    an output pair fails."""
+    an output pair fails.
+
+    ``equiv_induct`` proves only that pairs equal for ``-seq`` cycles stay equal (as does
+    ``equiv_simple -seq``, which assumes that many cycles of history). The start is checked
+    too (:func:`_unequal_from_reset`): a pair that differs in those first cycles (a register
+    loaded differently at reset, whose effect reaches the outputs only after the bounded check)
+    is unmatched like one the induction fails on."""
     text = (work / "pair.il").read_text()
     gold = text[text.index("module \\gold"):]
     gold = gold[:gold.index("\nend\n")]
@@ -120,7 +131,13 @@ def _signal_correspondence(work: Path, deadline: float, rounds: int = 24) -> boo
         if len(named) < status.count("Unproven $equiv"):
             return False     # a pair not between two same-named signals: not ours to unmatch
         if not named:
-            return True
+            # The induction holds; its start does not yet: pairs it proved that differ in
+            # the first cycles from reset are unmatched too, and the proof redone.
+            named = _unequal_from_reset(work, deadline)
+            if named is None:
+                return False
+            if not named:
+                return True
         failed = set().union(*(aliases.get(name, {name}) for name in named))
         if failed & outputs or failed <= unmatched:
             return False
@@ -128,14 +145,74 @@ def _signal_correspondence(work: Path, deadline: float, rounds: int = 24) -> boo
     return False
 
 
+_EQUIV_CELL = re.compile(r"^  cell \$equiv (\S+)\n    connect \\A (.+)\n    connect \\B (.+)\n"
+                         r"    connect \\Y (.+)\n  end\n", re.M)
+_FAILED_PAIR = re.compile(r"Assert failed in equiv: memwall_pair_(\d+)\b")
+_GOLD_BIT = re.compile(r"(\S+)_gold(?: \[\d+\])?")
+
+
+def _pairs_asserted(rtlil: str) -> tuple[str, list[str]]:
+    """``rtlil`` (``equiv_make``'s module) with each one-bit ``$equiv`` cell made what it means
+    for a simulator: its output is its gold input, and an ``$assert`` says the two inputs are
+    equal (``memwall_pair_<i>``, a public name the BMC reports). Returns the text and each
+    pair's gold input (the i-th)."""
+    golds: list[str] = []
+    wires, connects = [], []
+
+    def assertion(found: re.Match) -> str:
+        i, (a, b, y) = len(golds), found.group(2, 3, 4)
+        golds.append(a)
+        wires.append(f"  wire $pair$ok${i}\n")
+        connects.append(f"  connect {y} {a}\n")
+        return (f"  cell $eq $pair$eq${i}\n    parameter \\A_SIGNED 0\n    parameter \\A_WIDTH 1\n"
+                f"    parameter \\B_SIGNED 0\n    parameter \\B_WIDTH 1\n"
+                f"    parameter \\Y_WIDTH 1\n    connect \\A {a}\n    connect \\B {b}\n"
+                f"    connect \\Y $pair$ok${i}\n  end\n"
+                f"  cell $assert \\memwall_pair_{i}\n    connect \\A $pair$ok${i}\n"
+                "    connect \\EN 1'1\n  end\n")
+    body = _EQUIV_CELL.sub(assertion, rtlil)
+    start = body.index("\nmodule \\equiv\n") + len("\nmodule \\equiv\n")
+    end = body.index("\nend\n", start) + 1
+    return body[:start] + "".join(wires) + body[start:end] + "".join(connects) + body[end:], golds
+
+
+def _unequal_from_reset(work: Path, deadline: float) -> set[str] | None:
+    """The names of the pairs :func:`_signal_correspondence` proved (every same-named pair of
+    ``work/pair.il`` not in ``work/unmatched.txt``) that differ in some cycle of the first
+    :data:`INDUCTION_SEQ` from the initial state, found by a SymbiYosys BMC of the two designs
+    with every pair an assertion (:func:`_pairs_asserted`): a set, empty when none does;
+    ``None`` when the BMC does not finish within ``deadline`` or a failed pair has no name.
+    The gate reads the gold's value at each pair, as in the proof; while every pair holds,
+    that is the gate's own value."""
+    from memwall.formal import sby_command
+
+    run_yosys("read_rtlil pair.il\nmemory_map\nequiv_make -inames -blacklist unmatched.txt "
+              "gold gate equiv\nhierarchy -top equiv\nequiv_struct\nwrite_rtlil pairs.il\n",
+              work, "pairs", max(1.0, deadline - time.perf_counter()))
+    asserted, golds = _pairs_asserted((work / "pairs.il").read_text())
+    (work / "pairs.il").write_text(asserted)
+    (work / "start.sby").write_text(
+        f"[options]\nmode bmc\ndepth {INDUCTION_SEQ}\n\n[engines]\nsmtbmc z3\n\n"
+        "[script]\nread_rtlil pairs.il\nprep -top equiv\n\n[files]\npairs.il\n")
+    cmd, env = sby_command("start.sby")
+    text = run_bounded(cmd, cwd=work, env=env,
+                       timeout_s=max(1.0, deadline - time.perf_counter()))[1] or ""
+    if "DONE (PASS" in text:
+        return set()
+    failed = [_GOLD_BIT.fullmatch(golds[int(i)]) for i in _FAILED_PAIR.findall(text)]
+    if "DONE (FAIL" not in text or not failed or not all(failed):
+        return None
+    return {found.group(1) for found in failed}
+
+
 def check_equivalence(folder: Path, module: str, mutation: str, tag: str,
                       recheck_unknown: bool = False) -> dict:
     """A worker's job: is the mutant equivalent to the original (both flattened, from their
-    initial state, every input free)? Signal correspondence by induction
-    (:func:`_signal_correspondence`: equal for ``-seq`` cycles, they never diverge) and a
-    bounded search for a difference of the outputs on the miter of the two (SymbiYosys BMC,
-    :data:`EQUIVALENCE_DEPTH` cycles from reset, the induction's start): equivalent when the
-    first proves and the second finds nothing.
+    initial state, every input free)? A bounded search for a difference of the outputs on the
+    miter of the two (SymbiYosys BMC, :data:`EQUIVALENCE_DEPTH` cycles from reset), then signal
+    correspondence by induction (:func:`_signal_correspondence`: equal for ``-seq`` cycles,
+    they never diverge; and equal for those first cycles from reset): equivalent when the
+    first finds nothing and the second proves.
     ``status``: ``equivalent`` (proved), ``different`` (a counterexample: ``trace``, ``cycles``)
     or ``unknown`` (no difference within ``EQUIVALENCE_DEPTH`` cycles, not proved either, or a
     tool failed: ``error``). A mutant not proved equivalent at its module's ports is checked
@@ -154,7 +231,9 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str,
     if kept_file.exists():
         kept = json.loads(kept_file.read_text())
         status = kept["result"]["status"]
-        current = status == "equivalent" or kept.get("check", 1) == CHECK_VERSION
+        version = kept.get("check", 1)
+        current = version == CHECK_VERSION or status == "equivalent" and (
+            version >= SOUND_SINCE or "same netlist" in kept["result"].get("how", ""))
         if kept["key"] == key and current and not (recheck_unknown and status == "unknown"):
             return kept["result"]
     result = _same_netlist(folder, module, mutation, tag) \
@@ -200,9 +279,15 @@ def _same_netlist(folder: Path, module: str, mutation: str, tag: str) -> dict | 
     shutil.copy(folder / "design.v", work / "design.v")
     started = time.perf_counter()
     try:
+        # Submodules with a constant output are cut out, the constant kept: their reader
+        # in the module then sees the constant, as a mutant that ties it to that constant does.
+        modules = _modules((work / "design.v").read_text())
+        constant = {child for child in _children(modules, module)
+                    if _constant_outputs(work, child)}
+        evert = _evert(work, module, constant)
         run_yosys(f"{READ_DESIGN}design -save original\n{mutation}\nmemory_map {module}\n"
-                  f"rename {module} gate\ndesign -stash gate\ndesign -load original\n"
-                  f"memory_map {module}\nrename {module} gold\n"
+                  f"{evert}rename {module} gate\ndesign -stash gate\ndesign -load original\n"
+                  f"memory_map {module}\n{evert}rename {module} gold\n"
                   "design -copy-from gate -as gate gate\nopt_clean\nopt gold gate\n"
                   "opt_clean -purge gold gate\nequiv_make gold gate equiv\n"
                   "hierarchy -top equiv\nequiv_struct\nequiv_simple\nequiv_status -assert\n",
@@ -264,6 +349,22 @@ def _constant_outputs(work: Path, module: str) -> dict[str, str]:
                  if f"\\{name}" in outputs}
     write_text_atomic(kept_file, json.dumps({"key": key, "outputs": constants}))
     return constants
+
+
+def _evert(work: Path, top: str, cut) -> str:
+    """The Yosys commands that cut ``top``'s instances of the module types ``cut`` out of it
+    (in ``work/design.v``): each instance's ports become ``top``'s, named
+    ``<instance>.<port>``; those the instance drives with a constant in every state
+    (:func:`_constant_outputs`) are driven by that constant again."""
+    evert = "".join(f"expose -evert {top}/t:{name}\n" for name in sorted(cut))
+    modules = _modules((work / "design.v").read_text())
+    for child in sorted(cut):
+        constants = _constant_outputs(work, child)
+        for instance in _instances(modules, top, child):
+            for port, value in sorted(constants.items()):
+                evert += (f"delete -port {top}/w:{instance}.{port}\ncd {top}\n"
+                          f"connect -nounset -set \\{instance}.{port} {value}\ncd ..\n")
+    return evert
 
 
 def _mask_payloads(rtlil: str, modules: tuple[str, ...] = ("gold", "gate")) -> str:
@@ -362,16 +463,7 @@ def _check_equivalence(folder: Path, module: str, mutation: str, tag: str,
     work.mkdir(parents=True)
     shutil.copy(folder / "design.v", work / "design.v")
     started = time.perf_counter()
-    # Each cut instance's ports become the top's, named "<instance>.<port>" in both; those
-    # the instance drives with a constant are driven by it again.
-    evert = "".join(f"expose -evert {top}/t:{name}\n" for name in sorted(cut))
-    modules = _modules((work / "design.v").read_text())
-    for child in sorted(cut):
-        constants = _constant_outputs(work, child)
-        for instance in _instances(modules, top, child):
-            for port, value in sorted(constants.items()):
-                evert += (f"delete -port {top}/w:{instance}.{port}\ncd {top}\n"
-                          f"connect -nounset -set \\{instance}.{port} {value}\ncd ..\n")
+    evert = _evert(work, top, cut)
     # One read (cell names carry a counter the mutation's names depend on), copied twice.
     # A register with no initial value (an SRAM's read data before its first read) would start
     # free in each copy, so the copies would differ before any input: it starts at 0 in both,
@@ -408,12 +500,9 @@ def _check_equivalence(folder: Path, module: str, mutation: str, tag: str,
                 "trace": str(traces[0]) if traces else None}
     # Cycles without a difference: all of them, or those before the step the time bound cut.
     bounded = EQUIVALENCE_DEPTH if "DONE (PASS" in text else max(steps, default=0)
-    if bounded < INDUCTION_SEQ:
-        return {"status": "unknown", "seconds": seconds, "bounded": bounded or None}
-    # The correspondence proof has the same bound as the bounded check (a big module's
-    # flattened miter can take a Yosys run longer than the whole sweep); the bounded check is
-    # its start (equal from reset).
+    # The correspondence proof, with its start, has the same bound as the bounded check (a
+    # big module's flattened miter can take a Yosys run longer than the whole sweep).
     corresponds = _signal_correspondence(work, time.perf_counter() + EQUIVALENCE_TIMEOUT_S)
     seconds = round(time.perf_counter() - started, 1)
     return {"status": "equivalent" if corresponds else "unknown", "seconds": seconds,
-            "bounded": bounded}
+            "bounded": bounded or None}

@@ -236,14 +236,66 @@ def test_a_cut_submodules_constant_output_stays_constant(tmp_path, monkeypatch):
     assert cleared["status"] == "unknown" and "free" in cleared["error"], cleared
 
 
-@pytest.mark.parametrize("steps, status", [(5, "equivalent"), (3, "unknown")])
-def test_a_bounded_check_cut_by_its_time_bound(folder, monkeypatch, steps, status):
-    """A bounded check stopped by its time bound still starts the induction when it covered
-    the induction's window (``INDUCTION_SEQ`` cycles) without a difference, and says how many
-    cycles it covered; short of that the mutant is unknown."""
-    assert equivalence.INDUCTION_SEQ == 4
+
+def test_a_submodules_constant_output_is_known_to_the_same_netlist_check(tmp_path,
+                                                                        monkeypatch):
+    """Not flattened either (bound 0), ``top``'s netlist reads ``child``'s ``r`` as the 1 it
+    always is: a mutant that ties ``u``'s ``en`` to 1 is the same netlist, one that ties it to
+    0 is not (and stays unknown)."""
+    (tmp_path / "design.v").write_text(CONSTANT_OUTPUT)
+    (tmp_path / "top").mkdir()
+    monkeypatch.setattr(equivalence, "EQUIVALENCE_MAX_LINES", 0)
+    tied = check_equivalence(tmp_path, "top", "mutate -mode const1 -module top -cell u "
+                             "-port en -portbit 0", "tied")
+    assert tied["status"] == "equivalent" and "same netlist" in tied["how"], tied
+    cleared = check_equivalence(tmp_path, "top", "mutate -mode const0 -module top -cell u "
+                                "-port en -portbit 0", "cleared")
+    assert cleared["status"] == "unknown", cleared
+
+@pytest.mark.parametrize("steps", [5, 3])
+def test_a_bounded_check_cut_by_its_time_bound(folder, monkeypatch, steps):
+    """A bounded check of the outputs stopped by its time bound decides nothing: the
+    correspondence proof, which checks its own start from reset, still proves an unchanged
+    design, and the result says how many cycles the bounded check covered."""
     monkeypatch.setattr(equivalence, "_same_netlist", lambda *args: None)   # the flattened path
     stopped = "".join(f"Checking assertions in step {step}..\n" for step in range(steps + 1))
-    monkeypatch.setattr(equivalence, "run_bounded", lambda *args, **kwargs: (None, stopped))
+    real = equivalence.run_bounded
+
+    def outputs_stopped(cmd, **kwargs):
+        return (None, stopped) if "equiv.sby" in cmd else real(cmd, **kwargs)
+    monkeypatch.setattr(equivalence, "run_bounded", outputs_stopped)
     result = check_equivalence(folder, "top", "mutate -mode none", f"stopped{steps}")
-    assert result["status"] == status and result["bounded"] == steps, result
+    assert result["status"] == "equivalent" and result["bounded"] == steps, result
+
+
+# ``r`` counts up from 1, saturating; the mutant loads it with 0 instead, once, out of reset.
+# ``y`` first tells them apart 12 cycles from reset, past the bounded check, and no pair ever
+# differs again after the first cycles: the induction alone would call it equivalent.
+LATE = """\
+module top(clk, y);
+  input clk;
+  output y;
+  reg started = 1'd0;
+  reg [3:0] r = 4'd0;
+  always @(posedge clk) begin
+    started <= 1'd1;
+    r <= started ? ((r == 4'd15) ? r : r + 4'd1) : 4'd1;
+  end
+  assign y = r == 4'd12;
+endmodule
+"""
+
+
+def test_a_difference_out_of_reset_seen_only_later_is_not_equivalent(tmp_path):
+    """The induction proves that pairs equal for its window stay equal; a mutant whose
+    registers differ from the first cycles, seen at the outputs only after the bounded check,
+    must fail on the induction's start (checked from reset), not be called equivalent."""
+    (tmp_path / "design.v").write_text(LATE)
+    (tmp_path / "top").mkdir()
+    run_yosys(f"{READ_DESIGN}mutate -list 100 -seed 1 -none\n", tmp_path, "list")
+    reset_value = _mutation(tmp_path, r"-mode inv .*-cell \$ternary\$design.v:8\$5 -port A "
+                                      r"-portbit 0 ")
+    result = check_equivalence(tmp_path, "top", reset_value, "late")
+    assert result["status"] == "unknown" and result["bounded"] == 8, result
+    assert check_equivalence(tmp_path, "top", "mutate -mode none", "none")["status"] \
+        == "equivalent"
