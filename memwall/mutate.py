@@ -25,8 +25,9 @@ How strong is a regression? Break the hardware on purpose and count how often it
    bounded to a multiple of its measured time: a failing test or a timeout kills it. Jobs go
    through the sweep runner (:mod:`memwall.sweep`): local processes or Ray.
 5. **Survivors.** Each survivor is checked for equivalence with the original (flattened, from
-   the same initial state, inputs free, stream payloads compared while valid): signal
-   correspondence proved by induction, and no output difference in a bounded run from reset
+   the same initial state, inputs free, stream payloads compared while valid): no output
+   difference in a bounded run from reset, and signal correspondence proved by induction,
+   every pair also equal through the induction's window from reset
    (:func:`check_equivalence`); if that fails,
    again inside the module's parents, and for large designs with submodules cut out. Equivalent
    mutants leave the denominator; ``score = killed / (mutants - equivalent)``. A survivor's
@@ -274,16 +275,34 @@ def make_mutants(folder: Path, module: str, count: int, seed: int) -> list[dict]
               f"{_select(module)}\n", out, "list")
     mutations = [line.strip() for line in (out / "mutations.txt").read_text().splitlines()
                  if line.startswith("mutate ")]
+    mutants = write_mutants(out, module, mutations)
+    write_text_atomic(made, json.dumps({"request": request, "mutants": mutants}, indent=1))
+    return mutants
+
+
+def write_mutants(out: Path, module: str, mutations: list[str]) -> list[dict]:
+    """Each of ``mutations`` applied to ``out/design.v`` and ``module`` written back as Verilog
+    (``out/mutant_<i>.v``; ``out/control.v`` unmutated, written the same way). Returns
+    ``[{"id", "mutation", "mode", "file"}]``."""
     write = f"select {_select(module)}\nwrite_verilog -noattr -selected {{}}\n" \
             "select -clear\n"
     script = [READ_DESIGN, "design -save original\n", write.format("control.v")]
     for i, mutation in enumerate(mutations):
         script += ["design -load original\n", mutation + "\n", write.format(f"mutant_{i}.v")]
     run_yosys("".join(script), out, "write")
-    mutants = [{"id": i, "mutation": m, "mode": m.split()[2], "file": str(out / f"mutant_{i}.v")}
-               for i, m in enumerate(mutations)]
-    write_text_atomic(made, json.dumps({"request": request, "mutants": mutants}, indent=1))
-    return mutants
+    return [{"id": i, "mutation": m, "mode": m.split()[2], "file": str(out / f"mutant_{i}.v")}
+            for i, m in enumerate(mutations)]
+
+
+def unchanged(folder: Path, survivors: list[tuple[Target, dict]]) -> set[str]:
+    """The ``<module>#<id>`` of the ``survivors`` whose Verilog is the unmutated module's
+    (``folder/<module>/control.v``): a mutation that ties a bit to the constant it already
+    holds writes the module back unchanged. Equivalent with no check (which, on the
+    sequencer, runs past its bounds)."""
+    control = {t.module: _mutant_text(folder / t.module / "control.v")
+               for t in {t for t, _ in survivors}}
+    return {f"{t.module}#{m['id']}" for t, m in survivors
+            if _mutant_text(Path(m["file"])) == control[t.module]}
 
 
 def _mutant_text(path: Path) -> str:
@@ -517,20 +536,15 @@ def _runs_and_checks(folder: Path, config: str, targets: list[Target], made: dic
     runs = run_sweep(jobs, runner, progress=progress, description="mutant runs")
     survivors = [(t, m) for t in covered for m in made[t.module]
                  if runs[f"{t.module}#{m['id']}"]["status"] == "survived"]
-    # A mutation that ties a bit to the constant it already holds writes the module back
-    # unchanged: equivalent, with no check (which, on the sequencer, runs past its bounds).
-    control = {t.module: _mutant_text(folder / t.module / "control.v")
-               for t in {t for t, _ in survivors}}
-    unchanged = {f"{t.module}#{m['id']}" for t, m in survivors
-                 if _mutant_text(Path(m["file"])) == control[t.module]}
+    same = unchanged(folder, survivors)
     checks = run_sweep([Job(f"{t.module}#{m['id']}", check_equivalence,
                             (folder, t.module, m["mutation"], str(m["id"]),
                              recheck_unknown))
-                        for t, m in survivors if f"{t.module}#{m['id']}" not in unchanged],
+                        for t, m in survivors if f"{t.module}#{m['id']}" not in same],
                        runner, progress=progress, description="equivalence")
     checks |= {name: {"status": "equivalent", "how": "no change: its Verilog is the "
                       "unmutated module's (a bit tied to the constant it holds)"}
-               for name in unchanged}
+               for name in same}
     return runs, checks
 
 
@@ -585,10 +599,12 @@ def render_markdown(entries: list[dict]) -> str:
              f"such tests, up to {TEST_BUDGET_S} s of their measured time, so the score is a lower "
              f"bound) or runs past {TIMEOUT_FACTOR}x its measured time + {TIMEOUT_SLACK_S} s. "
              "Surviving mutants were checked for equivalence with the original: equivalent "
-             "when signal correspondence is proved by induction (Yosys `equiv_induct`) and a "
-             "SymbiYosys BMC of the two modules' outputs finds no difference in the "
-             f"{EQUIVALENCE_DEPTH} cycles from reset (or, stopped by its time bound, in at "
-             f"least the induction's {INDUCTION_SEQ}); a stream's payload is compared only "
+             "when a SymbiYosys BMC of the two modules' outputs finds no difference in the "
+             f"{EQUIVALENCE_DEPTH} cycles from reset (or none before its time bound) and "
+             "signal correspondence is proved by induction (Yosys `equiv_induct`: signals "
+             f"paired by name, equal for {INDUCTION_SEQ} cycles, stay equal), with every "
+             f"pair equal in the first {INDUCTION_SEQ} cycles from reset (a second BMC, "
+             "each pair an assertion); a stream's payload is compared only "
              "while its valid is 1 (no reader may look at it otherwise). A mutant not proved "
              "equivalent at its "
              "module's ports (a difference found, or none found and the proof failing) is "

@@ -24,6 +24,8 @@ from memwall.mutate import (
     module_digest,
     mutate,
     render_markdown,
+    unchanged,
+    write_mutants,
 )
 from memwall.mutation_record import record_path, restore_folder, restore_mutants, save_record
 
@@ -114,6 +116,35 @@ def test_sampled_mutants_of_a_shield_module_are_killed(tmp_path):
     runs = [entry["runs"] for entry in kept["modules"][module].values()]
     assert len(runs) == 3 and all(any(run["status"] in ("killed", "timeout")
                                       for run in r.values()) for r in runs)
+
+
+# ``top`` ties its child's input to 5 (0101).
+TIED = """\
+module child(clk, a, q);
+  input clk;
+  input [3:0] a;
+  output reg [3:0] q = 4'd0;
+  always @(posedge clk) q <= a;
+endmodule
+
+module top(clk, y);
+  input clk;
+  output [3:0] y;
+  child c (.clk(clk), .a(4'd5), .q(y));
+endmodule
+"""
+
+
+def test_a_bit_tied_to_the_constant_it_holds_is_no_change(tmp_path):
+    """A survivor whose Verilog, written back, is the unmutated module's is equivalent with no
+    check: tying bit 0 of ``c``'s input (1 in 5) to 1 is such a mutant, tying bit 1 (0) to 1
+    is not."""
+    (tmp_path / "top").mkdir()
+    (tmp_path / "top" / "design.v").write_text(TIED)
+    mutants = write_mutants(tmp_path / "top", "top", [
+        f"mutate -mode const1 -module top -cell c -port a -portbit {bit}" for bit in (0, 1)])
+    target = mutate_module.Target("top", "digest", "test")
+    assert unchanged(tmp_path, [(target, m) for m in mutants]) == {"top#0"}
 
 
 def test_cli_refuses_an_unknown_module(capsys):
