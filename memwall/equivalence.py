@@ -184,25 +184,31 @@ def _unequal_from_reset(work: Path, deadline: float) -> set[str] | None:
     ``None`` when the BMC does not finish within ``deadline`` or a failed pair has no name.
     The gate reads the gold's value at each pair, as in the proof; while every pair holds,
     that is the gate's own value."""
-    from memwall.formal import sby_command
-
     run_yosys("read_rtlil pair.il\nmemory_map\nequiv_make -inames -blacklist unmatched.txt "
               "gold gate equiv\nhierarchy -top equiv\nequiv_struct\nwrite_rtlil pairs.il\n",
               work, "pairs", max(1.0, deadline - time.perf_counter()))
     asserted, golds = _pairs_asserted((work / "pairs.il").read_text())
     (work / "pairs.il").write_text(asserted)
-    (work / "start.sby").write_text(
-        f"[options]\nmode bmc\ndepth {INDUCTION_SEQ}\n\n[engines]\nsmtbmc z3\n\n"
-        "[script]\nread_rtlil pairs.il\nprep -top equiv\n\n[files]\npairs.il\n")
-    cmd, env = sby_command("start.sby")
-    text = run_bounded(cmd, cwd=work, env=env,
-                       timeout_s=max(1.0, deadline - time.perf_counter()))[1] or ""
+    text = _bmc(work, "start", "pairs.il", "equiv", INDUCTION_SEQ,
+                max(1.0, deadline - time.perf_counter()))
     if "DONE (PASS" in text:
         return set()
     failed = [_GOLD_BIT.fullmatch(golds[int(i)]) for i in _FAILED_PAIR.findall(text)]
     if "DONE (FAIL" not in text or not failed or not all(failed):
         return None
     return {found.group(1) for found in failed}
+
+
+def _bmc(work: Path, name: str, rtlil: str, top: str, depth: int, timeout_s: float) -> str:
+    """SymbiYosys' log of a BMC (``smtbmc z3``) of ``top`` in ``work/<rtlil>``, ``depth``
+    cycles from reset, run as ``work/<name>.sby`` and stopped past ``timeout_s``."""
+    from memwall.formal import sby_command
+
+    (work / f"{name}.sby").write_text(
+        f"[options]\nmode bmc\ndepth {depth}\n\n[engines]\nsmtbmc z3\n\n"
+        f"[script]\nread_rtlil {rtlil}\nprep -top {top}\n\n[files]\n{rtlil}\n")
+    cmd, env = sby_command(f"{name}.sby")
+    return run_bounded(cmd, cwd=work, env=env, timeout_s=timeout_s)[1] or ""
 
 
 def check_equivalence(folder: Path, module: str, mutation: str, tag: str,
@@ -284,7 +290,7 @@ def _same_netlist(folder: Path, module: str, mutation: str, tag: str) -> dict | 
         modules = _modules((work / "design.v").read_text())
         constant = {child for child in _children(modules, module)
                     if _constant_outputs(work, child)}
-        evert = _evert(work, module, constant)
+        evert = _evert(work, modules, module, constant)
         run_yosys(f"{READ_DESIGN}design -save original\n{mutation}\nmemory_map {module}\n"
                   f"{evert}rename {module} gate\ndesign -stash gate\ndesign -load original\n"
                   f"memory_map {module}\n{evert}rename {module} gold\n"
@@ -351,13 +357,12 @@ def _constant_outputs(work: Path, module: str) -> dict[str, str]:
     return constants
 
 
-def _evert(work: Path, top: str, cut) -> str:
+def _evert(work: Path, modules: dict[str, str], top: str, cut) -> str:
     """The Yosys commands that cut ``top``'s instances of the module types ``cut`` out of it
-    (in ``work/design.v``): each instance's ports become ``top``'s, named
-    ``<instance>.<port>``; those the instance drives with a constant in every state
-    (:func:`_constant_outputs`) are driven by that constant again."""
+    (``modules``: :func:`_modules` of ``work/design.v``): each instance's ports become
+    ``top``'s, named ``<instance>.<port>``; those the instance drives with a constant in every
+    state (:func:`_constant_outputs`) are driven by that constant again."""
     evert = "".join(f"expose -evert {top}/t:{name}\n" for name in sorted(cut))
-    modules = _modules((work / "design.v").read_text())
     for child in sorted(cut):
         constants = _constant_outputs(work, child)
         for instance in _instances(modules, top, child):
@@ -455,15 +460,13 @@ def _check_equivalence(folder: Path, module: str, mutation: str, tag: str,
     """The mutant against the original, both flattened from ``top`` (default: the module),
     with the instances of the module types in ``cut`` turned into ports (their constant
     outputs tied) and the stream payloads masked (:func:`_mask_payloads`)."""
-    from memwall.formal import sby_command
-
     work = folder / module / (f"equiv_{tag}" + (f"_in_{top}" if top else ""))
     top = top or module
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     shutil.copy(folder / "design.v", work / "design.v")
     started = time.perf_counter()
-    evert = _evert(work, top, cut)
+    evert = _evert(work, _modules((work / "design.v").read_text()), top, cut)
     # One read (cell names carry a counter the mutation's names depend on), copied twice.
     # A register with no initial value (an SRAM's read data before its first read) would start
     # free in each copy, so the copies would differ before any input: it starts at 0 in both,
@@ -485,11 +488,7 @@ def _check_equivalence(folder: Path, module: str, mutation: str, tag: str,
               EQUIVALENCE_TIMEOUT_S)
     # The bounded check first: a difference it finds settles the mutant in seconds, where the
     # correspondence proof could spend its whole bound unmatching signals first.
-    (work / "equiv.sby").write_text(
-        f"[options]\nmode bmc\ndepth {EQUIVALENCE_DEPTH}\n\n[engines]\nsmtbmc z3\n\n"
-        "[script]\nread_rtlil miter.il\nprep -top miter\n\n[files]\nmiter.il\n")
-    cmd, env = sby_command("equiv.sby")
-    text = run_bounded(cmd, cwd=work, env=env, timeout_s=EQUIVALENCE_TIMEOUT_S)[1] or ""
+    text = _bmc(work, "equiv", "miter.il", "miter", EQUIVALENCE_DEPTH, EQUIVALENCE_TIMEOUT_S)
     seconds = round(time.perf_counter() - started, 1)
     steps = [int(step) for step in re.findall(r"Checking assertions in step (\d+)", text)]
     if "DONE (FAIL" in text:

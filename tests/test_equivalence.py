@@ -252,6 +252,7 @@ def test_a_submodules_constant_output_is_known_to_the_same_netlist_check(tmp_pat
                                 "-port en -portbit 0", "cleared")
     assert cleared["status"] == "unknown", cleared
 
+
 @pytest.mark.parametrize("steps", [5, 3])
 def test_a_bounded_check_cut_by_its_time_bound(folder, monkeypatch, steps):
     """A bounded check of the outputs stopped by its time bound decides nothing: the
