@@ -85,10 +85,11 @@ SEED = 1
 #: is a kill).
 TIMEOUT_FACTOR, TIMEOUT_SLACK_S = 3, 30
 #: Measured seconds of tests a mutant runs (in coverage order, at least one). dplena_core's
-#: first nine tests measure about 80 s: at a 90 s budget its tenth (every Vector SRAM lane read
-#: back, about 16 s), the one test that kills a prefetch-count mutant, fell in or out with the
-#: load on the machine during the coverage pass.
-TEST_BUDGET_S = 120
+#: tenth test (every Vector SRAM lane read back), the one that kills a prefetch-count mutant,
+#: measured 16 s after nine measuring about 80 s in one coverage pass, and 33 s after 129 s
+#: in a busier one: budgets of 90 s and then 120 s left it out. The fused sampling step (84 s)
+#: after it still falls outside.
+TEST_BUDGET_S = 240
 #: Bumped when the coverage's layout or the order of a module's tests changes.
 COVERAGE_FORMAT = 2
 
@@ -599,7 +600,10 @@ def render_markdown(entries: list[dict]) -> str:
              f"such tests, up to {TEST_BUDGET_S} s of their measured time, so the score is a lower "
              f"bound) or runs past {TIMEOUT_FACTOR}x its measured time + {TIMEOUT_SLACK_S} s. "
              "Surviving mutants were checked for equivalence with the original: equivalent "
-             "when a SymbiYosys BMC of the two modules' outputs finds no difference in the "
+             "when the mutant's module (with its private submodules) is the original's once "
+             "Yosys has optimised both (the same Verilog text, or, the module alone, every "
+             "same-named signal proved equal from equal ones in one cycle); else when a "
+             "SymbiYosys BMC of the two modules' outputs finds no difference in the "
              f"{EQUIVALENCE_DEPTH} cycles from reset (or none before its time bound) and "
              "signal correspondence is proved by induction (Yosys `equiv_induct`: signals "
              f"paired by name, equal for {INDUCTION_SEQ} cycles, stay equal), with every "

@@ -300,3 +300,41 @@ def test_a_difference_out_of_reset_seen_only_later_is_not_equivalent(tmp_path):
     assert result["status"] == "unknown" and result["bounded"] == 8, result
     assert check_equivalence(tmp_path, "top", "mutate -mode none", "none")["status"] \
         == "equivalent"
+
+
+# ``top`` keeps the low half of the byte ``t`` and hands it to its private ``top.inner``.
+UNREAD = """\
+module top(clk, s, a, b, y);
+  input clk;
+  input s;
+  input [7:0] a;
+  input [7:0] b;
+  output reg [3:0] y = 4'd0;
+  wire [7:0] t = s ? b : a;
+  wire [3:0] q;
+  \\top.inner  inner (.a(t[3:0]), .q(q));
+  always @(posedge clk) y <= q;
+endmodule
+
+module \\top.inner (a, q);
+  input [3:0] a;
+  output [3:0] q;
+  assign q = ~a;
+endmodule
+"""
+
+
+def test_a_bit_no_reader_takes_is_the_same_text_once_optimised(tmp_path):
+    """A bit of ``t`` that nothing reads, tied to 0, is gone once Yosys has optimised ``top``
+    (``wreduce``): the same text. A change inside ``top``'s private submodule is compared
+    too, and told apart (the one-cycle proof of ``top`` alone called it equivalent: both of
+    its copies instantiated the one ``top.inner`` left in the design, the original)."""
+    (tmp_path / "design.v").write_text(UNREAD)
+    (tmp_path / "top").mkdir()
+    run_yosys(f"{READ_DESIGN}mutate -list 200 -seed 1 -none top top.*\n", tmp_path, "list")
+    unread = _mutation(tmp_path, r"-mode const0 .*-cell \$ternary\S* -port A -portbit 6 ")
+    result = check_equivalence(tmp_path, "top", unread, "unread")
+    assert result["status"] == "equivalent" and "as text" in result["how"], result
+    inner = _mutation(tmp_path, r"-mode inv -module top\.inner .*-portbit 0 ")
+    assert not equivalence._same_text_optimised(tmp_path, "top", inner)
+    assert check_equivalence(tmp_path, "top", inner, "inner")["status"] == "different"
