@@ -30,7 +30,7 @@ from memwall.sweep import run_bounded
 
 __all__ = ["check_equivalence", "run_yosys", "READ_DESIGN", "EQUIVALENCE_DEPTH",
            "EQUIVALENCE_TIMEOUT_S", "INDUCTION_SEQ", "MAX_CONTEXTS", "EQUIVALENCE_MAX_LINES",
-           "SAME_NETLIST_TIMEOUT_S"]
+           "SAME_NETLIST_TIMEOUT_S", "with_private_submodules"]
 
 #: Survivors: no difference within this many cycles of reset, and no proof within this time
 #: (each of: building the miter, the bounded check, the correspondence proof with its start),
@@ -50,6 +50,10 @@ CHECK_VERSION = 5
 #: (:func:`_unequal_from_reset`): a mutant that differed inside from reset, and at the outputs
 #: only after the bounded check, passed. Equivalents proved so are checked again.
 SOUND_SINCE = 4
+#: Before version 5 the one-cycle proof of the same netlist (:func:`_same_netlist`) took a
+#: mutant of a private submodule too, comparing the original submodule with itself: such
+#: results of earlier versions are checked again.
+SAME_NETLIST_SOUND_SINCE = 5
 #: A survivor different at its module's ports is checked inside each of the module's parents
 #: when it has at most this many (a block shared by many units is not).
 MAX_CONTEXTS = 2
@@ -241,8 +245,8 @@ def check_equivalence(folder: Path, module: str, mutation: str, tag: str,
         same = "same netlist" in kept["result"].get("how", "")
         current = version == CHECK_VERSION or status == "equivalent" and (
             version >= SOUND_SINCE or same) and not (
-            # Before version 5 the same-netlist proof took a private submodule's mutant too.
-            version < 5 and same and _of_private_submodule(mutation, module))
+            version < SAME_NETLIST_SOUND_SINCE and same
+            and _of_private_submodule(mutation, module))
         if kept["key"] == key and current and not (recheck_unknown and status == "unknown"):
             return kept["result"]
     result = _same_netlist(folder, module, mutation, tag) \
@@ -317,6 +321,12 @@ def _same_netlist(folder: Path, module: str, mutation: str, tag: str) -> dict | 
             "seconds": round(time.perf_counter() - started, 1)}
 
 
+def with_private_submodules(module: str) -> str:
+    """The Yosys selection of ``module`` and its private submodules (``<module>.<name>``,
+    the sequencer's FIFO): what a mutant of the module may change, and what is written back."""
+    return f"{module} {module}.*"
+
+
 def _of_private_submodule(mutation: str, module: str) -> bool:
     """Does ``mutation`` change one of ``module``'s private submodules (the sequencer's FIFO,
     ``<module>.fifo``), not the module itself?"""
@@ -333,7 +343,7 @@ def _same_text_optimised(work: Path, module: str, mutation: str) -> bool:
 
     Each in a Yosys run of its own: in one run, the second copy's cells get other internal
     names, and ``opt`` orders a reduction's inputs by them."""
-    texts, chosen = [], f"{module} {module}.*"     # with its private submodules (FIFOs)
+    texts, chosen = [], with_private_submodules(module)
     for name, change in (("gold", ""), ("gate", f"{mutation}\n")):
         run_yosys(f"{READ_DESIGN}{change}opt {chosen}\nwreduce {chosen}\n"
                   f"opt_clean -purge {chosen}\nselect {chosen}\n"

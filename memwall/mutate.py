@@ -62,6 +62,7 @@ from memwall.equivalence import (
     READ_DESIGN,
     check_equivalence,
     run_yosys,
+    with_private_submodules,
 )
 from memwall.files import write_text_atomic
 from memwall.mutant_splice import applied_path, design_verilog, module_digest
@@ -252,10 +253,6 @@ def coverage(tests: list[str], folder: Path, workers: int) -> dict:
 
 # --- mutants -----------------------------------------------------------------------------------
 
-def _select(module: str) -> str:
-    return f"{module} {module}.*"
-
-
 def make_mutants(folder: Path, module: str, count: int, seed: int) -> list[dict]:
     """Sample ``count`` mutations of ``module`` in ``folder/design.v`` and write each as
     Verilog (``folder/<module>/mutant_<i>.v``; ``control.v`` unmutated). Returns
@@ -273,7 +270,7 @@ def make_mutants(folder: Path, module: str, count: int, seed: int) -> list[dict]
     out.mkdir(parents=True)
     shutil.copy(folder / "design.v", out / "design.v")
     run_yosys(f"{READ_DESIGN}mutate -list {count} -seed {seed} -o mutations.txt "
-              f"{_select(module)}\n", out, "list")
+              f"{with_private_submodules(module)}\n", out, "list")
     mutations = [line.strip() for line in (out / "mutations.txt").read_text().splitlines()
                  if line.startswith("mutate ")]
     mutants = write_mutants(out, module, mutations)
@@ -285,7 +282,7 @@ def write_mutants(out: Path, module: str, mutations: list[str]) -> list[dict]:
     """Each of ``mutations`` applied to ``out/design.v`` and ``module`` written back as Verilog
     (``out/mutant_<i>.v``; ``out/control.v`` unmutated, written the same way). Returns
     ``[{"id", "mutation", "mode", "file"}]``."""
-    write = f"select {_select(module)}\nwrite_verilog -noattr -selected {{}}\n" \
+    write = f"select {with_private_submodules(module)}\nwrite_verilog -noattr -selected {{}}\n" \
             "select -clear\n"
     script = [READ_DESIGN, "design -save original\n", write.format("control.v")]
     for i, mutation in enumerate(mutations):
