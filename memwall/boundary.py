@@ -13,6 +13,11 @@ Every expected failure is one line on stderr, ``memwall: error: ...``, and an ex
 SIGINT and SIGTERM raise :class:`Interrupted` in the main thread, so every ``finally`` and
 ``except BaseException`` cleanup runs (staging folders, temporary files, child processes), and
 a signal that could not stop the command (it landed in a ``__del__``) still never ends in 0.
+
+:func:`checkpoint` marks the points of a run where a signal is worst (start-up, the simulator's
+build, the simulation, the write-back of a result): a test names one in ``MEMWALL_PAUSE_AT``
+and the run waits there, so the signal lands at that point every time, not when a sleep in
+the test happens to end.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from typing import Any
 
 from memwall.inputs import InputError
 
-__all__ = ["Interrupted", "signals_raise", "crash_log", "error", "exit_status", "guarded"]
+__all__ = ["Interrupted", "checkpoint", "signals_raise", "crash_log", "error", "exit_status",
+           "guarded"]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -43,6 +49,29 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+
+
+#: ``<point>:<marker file>``: :func:`checkpoint` of that name writes the marker file, then waits.
+PAUSE_ENV = "MEMWALL_PAUSE_AT"
+#: How long a paused run waits for the test's signal before it goes on (and then, without the
+#: signal, ends as usual: a test that expected 130 fails rather than hangs).
+PAUSE_S = 60.0
+
+
+def checkpoint(point: str) -> None:
+    """A named point of a run (``start-up``, ``build``, ``simulation``, ``write-back``).
+
+    Does nothing unless ``MEMWALL_PAUSE_AT`` names this point; then it writes the marker file
+    the variable names (the process's pid) and waits up to :data:`PAUSE_S` for a signal. The
+    tests of the signal handling stop a run at each point this way.
+    """
+    wanted, _, marker = os.environ.get(PAUSE_ENV, "").partition(":")
+    if wanted != point or not marker:
+        return
+    Path(marker).write_text(f"{os.getpid()}\n")
+    deadline = time.monotonic() + PAUSE_S
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 @contextlib.contextmanager

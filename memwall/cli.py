@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from memwall.boundary import error, exit_status, guarded
+from memwall.boundary import checkpoint, error, exit_status, guarded
 from memwall.command import (
     DEFAULT_MAX_SIM_CYCLES,
     UsageError,
@@ -373,6 +373,7 @@ def main(argv: list[str] | None = None) -> int:
             args = parser.parse_args(argv)
         except SystemExit as exc:   # --help (0) or a usage error (2), already printed
             return exc.code if isinstance(exc.code, int) else 2
+        checkpoint("start-up")
         return exit_status(args.func, args, _tool_failures())
 
     return guarded(command)

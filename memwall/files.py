@@ -10,6 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from memwall.boundary import checkpoint
+
 __all__ = ["write_text_atomic", "write_json_atomic", "write_npz_atomic", "dumps_json",
            "standard_json"]
 
@@ -55,6 +57,7 @@ def write_text_atomic(path, text: str) -> Path:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")   # unique per writing process
     try:
         tmp.write_text(text)
+        checkpoint("write-back")
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

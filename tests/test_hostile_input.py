@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memwall.boundary import PAUSE_ENV
+
 REPO = Path(__file__).resolve().parents[1]
 MEMORY_CAP = 4 << 30
 TIMEOUT_S = 60
@@ -325,19 +327,29 @@ def test_output_interrupted_gen_leaves_nothing(tmp_path, signum):
         assert (out / "dplena32" / "manifest.json").is_file()
 
 
-def test_output_interrupted_simulation_is_not_success(tmp_path):
-    """Ctrl-C (SIGINT to the whole process group) while the simulator runs."""
+@pytest.mark.parametrize("point", ["start-up", "build", "simulation", "write-back"])
+def test_output_interrupted_simulation_is_not_success(tmp_path, point):
+    """Ctrl-C (SIGINT to the whole process group) at each marked point of ``memwall run``:
+    the run waits at the point (memwall.boundary.checkpoint) until the signal comes, so the
+    signal lands there whether the simulation is built already or not."""
     trace = REPO / "configs" / "traces" / "shield_small.yaml"
     out = tmp_path / "o.json"
+    marker = tmp_path / "paused"
+    env = _env(tmp_path, **{PAUSE_ENV: f"{point}:{marker}"})
     proc = subprocess.Popen([sys.executable, "-m", "memwall.cli", "run", "shield", "--config",
                              "shield_small", "--trace", str(trace), "--out", str(out)],
-                            cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.PIPE,
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
-    time.sleep(4)
+    deadline = time.monotonic() + TIMEOUT_S
+    while not marker.exists() and proc.poll() is None:
+        assert time.monotonic() < deadline, f"the run never reached {point}"
+        time.sleep(0.02)
+    assert marker.exists(), f"the run ended ({proc.returncode}) without reaching {point}"
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=TIMEOUT_S)
     assert proc.returncode == 130, err
-    assert not out.exists()
+    assert b"interrupted by SIGINT" in err and b"Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["paused", "tmp"]   # no o.json, no .tmp
     assert [p for p in (tmp_path / "tmp").iterdir() if p.name.startswith("memwall-")] == []
 
 

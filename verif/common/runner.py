@@ -26,6 +26,8 @@ from pathlib import Path
 
 from memwall.hdl.common.netlist import Design
 
+from memwall.boundary import checkpoint
+
 __all__ = ["simulate", "simulate_for_result", "SimulationFailed", "setup_verilator",
            "SIMULATORS", "default_sim", "log_tail"]
 
@@ -150,6 +152,7 @@ def simulate(component, top_name: str, test_module: str, params: dict | None = N
     # next finds it up to date), each run in a folder of its own.
     try:
         with _exclusive(build_dir):
+            checkpoint("build")
             runner.build(sources=[source], hdl_toplevel=top_name, build_dir=build_dir,
                          waves=True, timescale=("1ns", "1ps"), build_args=build_args,
                          log_file=build_log)

@@ -41,6 +41,8 @@ from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import Scoreboard, StreamSink, StreamSource, pack_struct, start
 from memwall.verif.shield.edram import EdramBank
 
+from memwall.boundary import checkpoint
+
 #: chance that a run with a correct controller fails the BER check by bad luck
 BER_FALSE_ALARM = 1e-6
 
@@ -564,6 +566,7 @@ def executed_trace(log: list[tuple[int, str, str, int]], last: int, clock_mhz: f
 async def run_trace(dut):
     """(d) Drive a ``golden.shield_trace`` trace; write refresh counts, cycles, data errors."""
     p, cfg, tb = await _setup(dut)
+    checkpoint("simulation")   # inside the simulator: where a test of Ctrl-C stops the run
     trace = load_trace(p["trace"], cfg)
     data = random.Random(trace.seed)
     trailing = 0                  # idle cycles since the last command
