@@ -34,7 +34,9 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from memwall import paths
+
+ROOT = paths.REPO
 REPORT = ROOT / "reports" / "config_ranges.md"
 COMMAND = ".venv/bin/python benchmarks/config_ranges.py"
 

@@ -43,8 +43,9 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from memwall import paths
+
+ROOT = paths.REPO
 
 from amaranth.hdl import Cat, Module, Mux, Signal  # noqa: E402
 from amaranth.lib import wiring  # noqa: E402
@@ -581,7 +582,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from memwall.flows import synth
     from memwall.flows.pdk import find_pdk
-
     from memwall.progress import Progress
 
     known = blocks()

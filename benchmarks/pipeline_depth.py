@@ -24,15 +24,16 @@ import time
 from pathlib import Path
 
 import yaml
+
+from memwall import paths
+from memwall.config import load_config
+from memwall.families.dplena.report import PAPER_MS, TABLE_II, _run
+from memwall.files import write_json_atomic, write_text_atomic
 from memwall.flows.flow import BUILD_ROOT, run_flow
 from memwall.flows.report import fmax_mhz, markdown_table
 from memwall.hdl.dplena.stages import max_fp_stages
 
-from memwall.config import load_config
-from memwall.families.dplena.report import PAPER_MS, TABLE_II, _run
-from memwall.files import write_json_atomic, write_text_atomic
-
-REPO = Path(__file__).resolve().parents[1]
+REPO = paths.REPO
 OUT = REPO / "reports" / "dplena"
 
 

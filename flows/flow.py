@@ -13,6 +13,7 @@ import json
 import time
 from pathlib import Path
 
+from memwall import paths
 from memwall.config import load_config
 from memwall.files import write_json_atomic
 from memwall.gen import generate
@@ -22,7 +23,7 @@ from .pdk import find_pdk
 
 __all__ = ["FlowError", "run_flow", "metrics_path", "power_by_unit", "BUILD_ROOT"]
 
-BUILD_ROOT = Path(__file__).resolve().parents[1] / "build"
+BUILD_ROOT = paths.BUILD
 
 
 class FlowError(RuntimeError):

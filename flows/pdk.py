@@ -43,6 +43,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memwall import paths
 from memwall.inputs import InputError
 
 from .liberty import Liberty, LibertyError, blank_comments, group_end
@@ -50,7 +51,6 @@ from .liberty import Liberty, LibertyError, blank_comments, group_end
 __all__ = ["PdkError", "Pdk", "Macro", "PLATFORMS", "MAX_LIBERTY_BYTES", "pdk_root",
            "find_pdk"]
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 #: platform -> (standard-cell Liberty globs, SRAM macro Liberty glob), relative to <root>/<platform>
 PLATFORMS = {
@@ -107,7 +107,7 @@ class Pdk:
 
 
 def pdk_root() -> Path:
-    return Path(os.environ.get("MEMWALL_PDK_ROOT", REPO_ROOT.parent / "shared" / "pdk"))
+    return Path(os.environ.get("MEMWALL_PDK_ROOT", paths.REPO.parent / "shared" / "pdk"))
 
 
 def _bad(pdk: str, src: Path, what: str) -> PdkError:
@@ -289,7 +289,7 @@ def find_pdk(name: str, cache_root: Path | None = None) -> Pdk:
         raise PdkError(f"PDK {name}: no Liberty files matching {', '.join(cell_globs)} under "
                        f"{root} (set MEMWALL_PDK_ROOT to the folder holding {name}/lib/...; "
                        f"now {pdk_root()})")
-    cache = (cache_root or REPO_ROOT / "build" / "pdk") / name
+    cache = (cache_root or paths.BUILD / "pdk") / name
     unpacked = [_unpack(name, p, cache, cells=True) for p in found]
     cells = [path for path, _ in unpacked]
     readers = [_read_liberty(name, src, p) for src, p in zip(found, cells, strict=True)]

@@ -15,13 +15,15 @@ from pathlib import Path
 
 import numpy as np
 
+from memwall import paths
+
 from .flow import BUILD_ROOT
 
 __all__ = ["collect", "write_report", "unit_group", "group_areas", "group_powers",
            "linear_fit", "markdown_table", "timing_met", "fmax_mhz", "achieved_mhz",
            "subtree_figures", "write_synthesis_report", "synth_metrics"]
 
-REPORTS = Path(__file__).resolve().parents[1] / "reports"
+REPORTS = paths.REPORTS
 
 
 def unit_group(module: str, unit: str) -> str:

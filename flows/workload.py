@@ -28,8 +28,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from memwall import paths
 from memwall.hdl.common.netlist import Design, module_key
-
 from memwall.progress import Progress, plain_progress
 
 from .activity import activity_from_vcd
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="folder for the runs' files (default build/<config>/activity)")
     args = parser.parse_args(argv)
     cfg = load_config(args.config)
-    out = args.out or Path(__file__).resolve().parents[1] / "build" / cfg.name / "activity"
+    out = args.out or paths.BUILD / cfg.name / "activity"
     start = time.perf_counter()
     activity = collect_activity(cfg, out)
     if activity is None:

@@ -50,6 +50,7 @@ import functools
 import hashlib
 
 import numpy as np
+
 from memwall.golden.bch_generator import GENERATOR_HEX, GENERATOR_SHA256
 
 __all__ = ["M", "PRIMITIVE_POLY", "N", "K", "T", "PARITY_BITS", "PARENT_N", "WORD_BITS", "EXP",

@@ -76,6 +76,7 @@ import itertools
 from collections import deque
 
 import numpy as np
+
 from memwall.hdl.pim.config import ORDERS
 
 from .pim_mapping import (

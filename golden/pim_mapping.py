@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+
 from memwall.hdl.pim.config import MAX_LEVELS, ORDERS
 
 if TYPE_CHECKING:

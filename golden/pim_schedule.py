@@ -40,6 +40,7 @@ from collections import deque
 from functools import lru_cache
 
 import numpy as np
+
 from memwall.hdl.pim.config import ORDERS
 
 from .pim import BUFFER_COUNTERS, MACRO_COUNTERS, PU_LATENCY, REFRESH_MODES, energy

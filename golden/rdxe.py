@@ -39,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from memwall.golden import fixedpoint as fx
 
 __all__ = [

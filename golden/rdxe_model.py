@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
 from memwall.golden.rdxe_cycles import mac_cycles
 
 __all__ = ["LayerShape", "MODELS", "layer_cycles", "ring", "padded_utilisation",

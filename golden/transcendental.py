@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
+
 from memwall.golden.formats import BF16, round_to_bf16
 
 __all__ = [

@@ -16,10 +16,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "gen_time.json"
+from memwall import paths
+
+OUT = paths.BENCHMARKS / "gen_time.json"
 
 
 def time_gen(config: str, runs: int) -> list[float]:
@@ -58,7 +58,7 @@ def main(runs: int = 3) -> dict:
     for name, fam in families().items():
         if fam.write_reports is not None:
             start = time.perf_counter()
-            fam.write_reports(ROOT / "reports" / name)
+            fam.write_reports(paths.REPORTS / name)
             print(f"wrote reports/{name}/ in {time.perf_counter() - start:.1f} s")
     return record
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from memwall import paths
 from memwall.inputs import InputError, check_keys, load_yaml, shown
 
 __all__ = [
@@ -25,8 +25,7 @@ __all__ = [
     "one_of", "pdk_clocks", "frozen_pairs",
 ]
 
-CONFIG_DIR = Path(os.environ.get("MEMWALL_CONFIG_DIR",
-                                 Path(__file__).resolve().parents[1] / "configs"))
+CONFIG_DIR = paths.CONFIGS
 
 
 class ConfigError(InputError):

@@ -388,7 +388,7 @@ def _constant_outputs(work: Path, module: str) -> dict[str, str]:
     only some bits are left out. Kept beside the run's design (``work``'s parents), keyed by
     it: every check of a big module's mutants cuts the same submodules."""
     design = (work / "design.v").read_text()
-    kept_file = work.parents[1] / f"constant_outputs_{module}.json"
+    kept_file = work.parent.parent / f"constant_outputs_{module}.json"
     key = hashlib.sha1(design.encode()).hexdigest()
     kept = json.loads(kept_file.read_text()) if kept_file.exists() else {}
     if kept.get("key") == key:

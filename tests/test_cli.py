@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from memwall.golden import dplena as golden
 
 from memwall.cli import main
 from memwall.config import available_configs, load_config
+from memwall.golden import dplena as golden
 
 MASK_ID = 126336          # LLaDA's mask token, outside the vocabulary used here
 B, L, V = 2, 8, 50        # L = block_len of dplena32

@@ -9,11 +9,11 @@ import json
 import ml_dtypes
 import numpy as np
 import pytest
-from memwall.golden import bch
-from memwall.golden import kvnand_pe as pe
 
 from memwall.cli import main
 from memwall.config import load_config
+from memwall.golden import bch
+from memwall.golden import kvnand_pe as pe
 
 SMALL = "kvnand_small"
 

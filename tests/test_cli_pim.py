@@ -8,10 +8,10 @@ import json
 
 import numpy as np
 import pytest
-from memwall.golden import pim, pim_schedule
 
 from memwall.cli import main
 from memwall.config import load_config
+from memwall.golden import pim, pim_schedule
 
 
 def _operands(cfg, m=3, k=20, n=10, seed=4):

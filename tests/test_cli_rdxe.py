@@ -8,12 +8,12 @@ import json
 
 import numpy as np
 import pytest
-from memwall.golden import rdxe, rdxe_model
-from memwall.golden.rdxe_cycles import NR_LATENCY
-from memwall.hdl.common.fixed import NewtonRaphson
 
 from memwall.cli import main
 from memwall.config import load_config
+from memwall.golden import rdxe, rdxe_model
+from memwall.golden.rdxe_cycles import NR_LATENCY
+from memwall.hdl.common.fixed import NewtonRaphson
 
 
 def _rms_inputs(path, d=16, n=10, seed=1):

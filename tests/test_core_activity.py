@@ -5,11 +5,11 @@ wide one, and one core run whose VCD leaves no module of the design at default a
 from __future__ import annotations
 
 import pytest
-from memwall.flows import activity, workload
-from memwall.hdl.dplena.core import TOP_NAME, DplenaCore
 
 from memwall.config import load_config
 from memwall.families.dplena import power_workloads, sim_config
+from memwall.flows import activity, workload
+from memwall.hdl.dplena.core import TOP_NAME, DplenaCore
 
 
 def _part(name, keys, records):

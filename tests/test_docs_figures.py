@@ -29,10 +29,14 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from pathlib import Path
 
 import numpy as np
 import pytest
+
+from memwall import paths
+from memwall.config import load_config
+from memwall.families.dplena import report as dplena_report
+from memwall.families.shield import report as shield_report
 from memwall.golden import shield as s
 from memwall.golden.transcendental import (
     bf16_exp,
@@ -43,11 +47,7 @@ from memwall.golden.transcendental import (
     recip_reference,
 )
 
-from memwall.config import load_config
-from memwall.families.dplena import report as dplena_report
-from memwall.families.shield import report as shield_report
-
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.REPO
 README = (ROOT / "README.md").read_text()
 DPLENA = ROOT / "reports" / "dplena"
 SHIELD = ROOT / "reports" / "shield"

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from memwall.flows.pdk import PdkError, find_pdk
 
 from memwall.config import UnitConfig, available_configs, load_config
 from memwall.family import COMMAND_VERBS, Family, PowerWorkload, families
+from memwall.flows.pdk import PdkError, find_pdk
 from memwall.gen import generate
 
 TESTS = Path(__file__).resolve().parent

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
+
 from memwall.golden import fixedpoint as fx
 from memwall.hdl.common.fixed import Exp2Float, NewtonRaphson, RcApply
 

@@ -13,10 +13,12 @@ import math
 from pathlib import Path
 
 import pytest
+
+from memwall import paths
 from memwall.flows.flow import run_flow
 from memwall.flows.pdk import PdkError, find_pdk
 
-GATES = json.loads((Path(__file__).resolve().parents[1] / "flows" / "gates.json").read_text())
+GATES = json.loads((paths.REPO / "flows" / "gates.json").read_text())
 
 
 @pytest.mark.sim

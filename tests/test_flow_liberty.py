@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from memwall.flows import liberty
 
 LIB = """/* a tiny library */

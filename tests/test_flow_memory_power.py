@@ -4,6 +4,7 @@ checked by hand for a known access pattern; activity of the memory's pins from a
 from __future__ import annotations
 
 import pytest
+
 from memwall.flows import liberty, memory_power, rewrite
 from memwall.flows.netlist import netlist_from_verilog
 from memwall.flows.pdk import PdkError, find_pdk

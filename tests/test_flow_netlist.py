@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from memwall.flows import netlist
 
 # A hand-made write_json result: a ranged port with an offset, an MSB-first (upto) wire, a

@@ -7,6 +7,7 @@ import json
 import shutil
 
 import pytest
+
 from memwall.flows import activity, calibration, gate_activity, liberty, opensta2019, rewrite, sta
 from memwall.flows.netlist import build_hierarchy, netlist_from_verilog, yosys_json
 from memwall.flows.pdk import PdkError, find_pdk

@@ -17,6 +17,7 @@ import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
+
 from memwall.flows.budget import Abstract, GroupGraph, abstract
 from memwall.flows.characterise import Boundary, Characterisation
 from memwall.flows.flat_sta import run_flat_sta
@@ -24,7 +25,6 @@ from memwall.flows.pdk import PdkError, find_pdk
 from memwall.flows.sta import run_sta
 from memwall.flows.synth import synthesize
 from memwall.hdl.common.netlist import Design, unique_submodule
-
 from memwall.progress import Progress
 
 #: Tight enough that the chain misses it: the methods must agree on a negative slack too.

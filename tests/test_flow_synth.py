@@ -18,15 +18,15 @@ import pytest
 from amaranth.hdl import Module
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
+
+from memwall.config import load_config
 from memwall.flows import synth
 from memwall.flows.liberty import CELL_START
 from memwall.flows.netlist import read_netlist
 from memwall.flows.pdk import PdkError, find_pdk
 from memwall.flows.synth import FlowError, choose_macro, synthesize
-from memwall.hdl.common.netlist import Design, unique_submodule
-
-from memwall.config import load_config
 from memwall.gen import generate
+from memwall.hdl.common.netlist import Design, unique_submodule
 from memwall.progress import Progress
 
 PERIOD_NS = 1.0

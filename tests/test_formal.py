@@ -9,10 +9,10 @@ from pathlib import Path
 from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import Out
-from memwall.hdl.kvnand.kvbuf import KvWriteBuffer
 
 from memwall.cli import main
 from memwall.formal import run_property, stream_protocol
+from memwall.hdl.kvnand.kvbuf import KvWriteBuffer
 
 
 class DropsValid(wiring.Component):

@@ -8,16 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import memwall.hdl.dplena.sequencer as sequencer_module
 import pytest
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
-from memwall.hdl.common.lanes import LaneArray, LockstepControl
-from memwall.hdl.dplena.config import DplenaConfig
-from memwall.hdl.dplena.isa import RED_FIRST, RED_LAST, Instr, Op, encode
-from memwall.hdl.dplena.select import SelectLane
 
+import memwall.hdl.dplena.sequencer as sequencer_module
 from memwall.config import load_config
 from memwall.families.dplena.properties import properties
 from memwall.families.dplena.properties_sequencer import sequencer_property
@@ -27,6 +23,10 @@ from memwall.families.dplena.properties_units import (
     ReductionTreeHarness,
 )
 from memwall.formal import Property, run_property, stream_protocol
+from memwall.hdl.common.lanes import LaneArray, LockstepControl
+from memwall.hdl.dplena.config import DplenaConfig
+from memwall.hdl.dplena.isa import RED_FIRST, RED_LAST, Instr, Op, encode
+from memwall.hdl.dplena.select import SelectLane
 
 CFG = load_config("dplena32")
 

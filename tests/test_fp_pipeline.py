@@ -21,21 +21,12 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 from amaranth.back import rtlil
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
-from memwall.golden.formats import BF16, FP32
-from memwall.golden.fparith import fp32_to_bf16, fp_add, fp_mul, fp_sub
-from memwall.golden.transcendental import bf16_exp, bf16_recip
-from memwall.hdl.common.fp import Fp32ToBf16, FpAdd, FpMul
-from memwall.hdl.common.lanes import LockstepControl
-from memwall.hdl.common.netlist import module_key
-from memwall.hdl.common.pipeline import Stages, depth_cuts, with_stages
-from memwall.hdl.common.transcendental import Bf16Exp, Bf16Recip
 
 # Vector generators and the CXXRTL include path of the combinational tests (tests/ is on
 # sys.path under pytest's default import mode).
@@ -48,7 +39,17 @@ from test_fparith import (  # noqa: I001
     _rng,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+from memwall import paths
+from memwall.golden.formats import BF16, FP32
+from memwall.golden.fparith import fp32_to_bf16, fp_add, fp_mul, fp_sub
+from memwall.golden.transcendental import bf16_exp, bf16_recip
+from memwall.hdl.common.fp import Fp32ToBf16, FpAdd, FpMul
+from memwall.hdl.common.lanes import LockstepControl
+from memwall.hdl.common.netlist import module_key
+from memwall.hdl.common.pipeline import Stages, depth_cuts, with_stages
+from memwall.hdl.common.transcendental import Bf16Exp, Bf16Recip
+
+ROOT = paths.REPO
 
 
 def _max_depth(block) -> int:

@@ -25,6 +25,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
+
 from memwall.golden.formats import BF16, FP32, FloatFormat, bf16_bits
 from memwall.golden.fparith import (
     BF16_NAN_KEY,

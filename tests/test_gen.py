@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from memwall.verif.common.runner import setup_verilator
 
-from memwall import gen
+from memwall import gen, paths
 from memwall.config import load_config
 from memwall.gen import generate
+from memwall.verif.common.runner import setup_verilator
 
 TOP = "dplena_core"
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+CONFIGS = paths.REPO / "configs"
 MODULE_DEF = re.compile(r"^module\s+\\?([^\s(]+)\s*\(", re.M)
 AUTO_NAME = re.compile(r"\$auto\$\S*?\$\d+")
 FLOW_FILES = {"filelist.f", "constraint.sdc", "config.mk", "manifest.json"}

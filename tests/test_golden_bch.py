@@ -10,6 +10,7 @@ import hashlib
 
 import numpy as np
 import pytest
+
 from memwall.golden import bch, bch_generator
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from memwall.golden import dplena as d
 from memwall.golden.formats import BF16, round_to_bf16
 from memwall.golden.fparith import bf16_key

@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 import pytest
+
 from memwall.golden import fixedpoint as fx
 
 

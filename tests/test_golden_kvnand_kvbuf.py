@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from memwall.golden import kvnand_kvbuf as kb
 
 A, B, C = 0, 1, 2

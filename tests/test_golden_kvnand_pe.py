@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from memwall.golden import kvnand_pe as pe
 from memwall.golden.formats import FP32
 from memwall.golden.fparith import fp_mul

@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+
 from memwall.golden import pim
 from memwall.golden.pim import PU_LATENCY, OperandError, Schedule
 from memwall.hdl.pim.config import ORDERS, PimConfig

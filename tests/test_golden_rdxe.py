@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from memwall.golden import fixedpoint as fx
 from memwall.golden import rdxe
 

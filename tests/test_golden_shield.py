@@ -7,12 +7,12 @@ import math
 
 import numpy as np
 import pytest
+
+from memwall.config import load_config
 from memwall.golden import shield as s
 from memwall.golden.formats import BF16, round_to_bf16
 from memwall.golden.shield_trace import Step, Trace, load_trace
 from memwall.hdl.shield.config import DEFAULT_RETENTION, ShieldConfig
-
-from memwall.config import load_config
 
 CFG_2MB = load_config("shield_2mb")
 

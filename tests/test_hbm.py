@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from memwall.golden.hbm import (
     MX_GROUP_BEATS,
     beats_to_words,

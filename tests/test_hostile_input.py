@@ -24,9 +24,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memwall import paths
 from memwall.boundary import PAUSE_ENV
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = paths.REPO
 MEMORY_CAP = 4 << 30
 TIMEOUT_S = 60
 

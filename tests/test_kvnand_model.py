@@ -8,6 +8,7 @@ import math
 from itertools import pairwise
 
 import pytest
+
 from memwall.golden import kvnand_model as km
 from memwall.golden.kvnand_systems import (
     BUFFER_READINGS,

@@ -6,17 +6,17 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict
-from pathlib import Path
 
 import pytest
-from memwall.golden import kvnand_model
-from memwall.golden.kvnand_systems import BUFFER_READINGS, Params, kvnand_c, kvnand_d
 
+from memwall import paths
 from memwall.families.kvnand import dse as kvnand_dse
 from memwall.families.kvnand import report as kvnand_report
+from memwall.golden import kvnand_model
+from memwall.golden.kvnand_systems import BUFFER_READINGS, Params, kvnand_c, kvnand_d
 from memwall.sweep import LocalProcesses
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.REPO
 FOLDER = ROOT / "reports" / "kvnand"
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -107,7 +107,7 @@ def test_dse_grid_is_checked(bad, match):
 def test_synthesis_md_is_what_its_generator_writes():
     from memwall.families.kvnand.synthesis import render
 
-    folder = Path(__file__).resolve().parents[1] / "reports" / "kvnand"
+    folder = paths.REPO / "reports" / "kvnand"
     data = json.loads((folder / "synthesis.json").read_text())
     assert (folder / "synthesis.md").read_text() == render(data)
     paper = next(c for c in data["configs"] if c["config"] == "kvnand_paper")

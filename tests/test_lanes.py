@@ -2,6 +2,7 @@
 
 import numpy as np
 from amaranth.sim import Simulator
+
 from memwall.hdl.dplena.select import MaskedSelectUnit
 from memwall.verif.common.streams import pack_lanes, unpack_lanes
 

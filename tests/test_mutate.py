@@ -10,10 +10,10 @@ import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-from memwall.hdl.common.netlist import Design, unique_submodule
 
 from memwall import mutate as mutate_module
 from memwall import strength
+from memwall.hdl.common.netlist import Design, unique_submodule
 from memwall.mutant_splice import applied_path
 from memwall.mutate import (
     COVERAGE_ENV,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+
 from memwall.golden.formats import BF16, bf16_values
 from memwall.golden.mxfp8 import BLOCK, dequantize, num_blocks, quantize
 

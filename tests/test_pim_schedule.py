@@ -6,11 +6,11 @@ import itertools
 
 import numpy as np
 import pytest
+
 from memwall.golden import pim
 from memwall.golden import pim_schedule as ps
 from memwall.golden.pim import Schedule
 from memwall.hdl.pim.config import ORDERS
-
 from tests.test_golden_pim import PAIRS, config, operand
 
 

@@ -5,6 +5,7 @@ generated Verilog by tests/test_sim_rdxe_units.py)."""
 from __future__ import annotations
 
 import pytest
+
 from memwall.hdl.rdxe.vac import Vac
 
 

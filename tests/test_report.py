@@ -4,9 +4,9 @@ import csv
 import json
 
 import pytest
-from memwall.flows.report import collect, linear_fit, unit_group, write_report
 
 from memwall.families.dplena.area_power import PAPER_TABLE_IV
+from memwall.flows.report import collect, linear_fit, unit_group, write_report
 
 
 def _metrics(config, pdk, vlen, unit="dplena", wns_ns=0.05):

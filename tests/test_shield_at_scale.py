@@ -10,10 +10,6 @@ from contextlib import contextmanager
 import pytest
 from amaranth.hdl import Module, Signal, UnusedElaboratable
 from amaranth.sim import Simulator
-from memwall.golden import shield as s
-from memwall.golden.shield_trace import load_trace
-from memwall.hdl.common.netlist import Design
-from memwall.hdl.shield.controller import TOP_NAME, build_top, one_hot
 
 from memwall.config import config_from_dict, load_config
 from memwall.families.shield import controller_cost as cc
@@ -24,6 +20,10 @@ from memwall.families.shield.workloads import (
     power_scale,
     power_workloads,
 )
+from memwall.golden import shield as s
+from memwall.golden.shield_trace import load_trace
+from memwall.hdl.common.netlist import Design
+from memwall.hdl.shield.controller import TOP_NAME, build_top, one_hot
 
 ACTIVITY = ("cocotb power workload (shield_controller; Verilator VCD): VCD toggle rates and "
             "static probabilities on input ports")

@@ -1,9 +1,9 @@
 """SHIELD trace format: the example trace loads; bad traces give errors naming step and key."""
 
 import pytest
-from memwall.golden.shield_trace import CLASSES, TraceError, load_trace, parse_trace
 
 from memwall.config import load_config
+from memwall.golden.shield_trace import CLASSES, TraceError, load_trace, parse_trace
 
 CFG = load_config("shield_small")
 TRACE = "configs/traces/shield_small.yaml"

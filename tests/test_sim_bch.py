@@ -5,6 +5,7 @@ on both streams (:mod:`memwall.verif.kvnand.tb_bch`)."""
 from __future__ import annotations
 
 import pytest
+
 from memwall.hdl.kvnand.bch import BchEncoder
 from memwall.verif.common.runner import simulate
 

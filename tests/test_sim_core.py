@@ -13,12 +13,12 @@ import dataclasses
 
 import numpy as np
 import pytest
-from memwall.golden import dplena as golden
-from memwall.hdl.dplena.program import Workload
-from memwall.verif.dplena.core_run import run_core
 
 from memwall.config import load_config
 from memwall.families.dplena.model import estimate
+from memwall.golden import dplena as golden
+from memwall.hdl.dplena.program import Workload
+from memwall.verif.dplena.core_run import run_core
 
 # Every test here runs the core in cocotb.
 pytestmark = pytest.mark.sim

@@ -3,10 +3,10 @@
 
 import pytest
 from amaranth.utils import exact_log2
-from memwall.hdl.dplena.dequant import DequantControl, Dequantiser
-from memwall.verif.common.runner import simulate
 
 from memwall.config import load_config
+from memwall.hdl.dplena.dequant import DequantControl, Dequantiser
+from memwall.verif.common.runner import simulate
 
 TB = "memwall.verif.dplena.tb_dequant"
 TOP = "mx_dequantiser"

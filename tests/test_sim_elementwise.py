@@ -1,9 +1,9 @@
 import pytest
+
+from memwall.config import load_config
 from memwall.hdl.dplena.elementwise import ElementwiseUnit, ScalarFpUnit
 from memwall.hdl.dplena.stages import FpStages
 from memwall.verif.common.runner import simulate
-
-from memwall.config import load_config
 
 pytestmark = pytest.mark.sim   # every test here runs a cocotb simulation
 

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from memwall.golden.formats import BF16, FP32
-from memwall.verif.common.fp_harness import StreamedFpBlock
-from memwall.verif.common.runner import simulate
-from memwall.verif.dplena.stimulus import fp32_sticky_ties
 
 # Block tables, goldens and vector generators of the Amaranth-simulator tests (tests/ is on
 # sys.path under pytest's default import mode).
 from test_fp_pipeline import BLOCKS, _rng, _vectors  # noqa: I001
 
 from memwall.config import load_config
+from memwall.golden.formats import BF16, FP32
+from memwall.verif.common.fp_harness import StreamedFpBlock
+from memwall.verif.common.runner import simulate
+from memwall.verif.dplena.stimulus import fp32_sticky_ties
 
 pytestmark = pytest.mark.sim
 

@@ -15,6 +15,10 @@ import dataclasses
 
 import numpy as np
 import pytest
+
+from memwall.config import load_config
+from memwall.families.dplena.interpreter import run_program, stream_beats
+from memwall.families.dplena.model import estimate
 from memwall.golden import dplena as golden
 from memwall.hdl.dplena.isa import FIELDS, Op, encode
 from memwall.hdl.dplena.program import Workload, generate
@@ -26,10 +30,6 @@ from memwall.verif.dplena.random_program import (
     register_fill,
     state_dump,
 )
-
-from memwall.config import load_config
-from memwall.families.dplena.interpreter import run_program, stream_beats
-from memwall.families.dplena.model import estimate
 
 SEEDS = (1, 2, 3, 4, 5, 6)
 #: Seeds run with random gaps in the HBM stream and back-pressure on the output FIFO (which

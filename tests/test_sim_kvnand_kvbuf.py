@@ -4,6 +4,7 @@ model: page mapping (each eviction policy, with and without stalls) and naive or
 from __future__ import annotations
 
 import pytest
+
 from memwall.hdl.kvnand.kvbuf import KvWriteBuffer
 from memwall.verif.common.runner import simulate
 

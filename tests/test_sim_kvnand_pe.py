@@ -7,6 +7,7 @@ import dataclasses
 import json
 
 import pytest
+
 from memwall.hdl.kvnand.config import KvnandConfig
 from memwall.hdl.kvnand.pe import Pe
 from memwall.verif.common.runner import simulate

@@ -6,11 +6,11 @@ every bit of it."""
 
 import pytest
 from amaranth.hdl import Shape
-from memwall.hdl.common.lanes import LockstepControl
-from memwall.verif.common.runner import simulate
 
 from memwall.config import load_config
 from memwall.families.dplena.properties import lockstep_controls
+from memwall.hdl.common.lanes import LockstepControl
+from memwall.verif.common.runner import simulate
 
 pytestmark = pytest.mark.sim
 

@@ -7,13 +7,13 @@ in every loop order, and the edge operands (all zeros, all ones, the most negati
 
 import numpy as np
 import pytest
+
+from memwall.config import config_from_dict, load_config
 from memwall.golden.pim import Schedule, fits
 from memwall.hdl.pim.config import ORDERS
 from memwall.hdl.pim.core import TOP_NAME, PimCore
 from memwall.verif.common.runner import simulate
 from memwall.verif.pim.run import TB, gemm_params
-
-from memwall.config import config_from_dict, load_config
 
 pytestmark = pytest.mark.sim
 

@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 import pytest
+
 from memwall.hdl.rdxe.config import RdxeConfig
 from memwall.hdl.rdxe.core import TOP_NAME, RdxeGroup
 from memwall.verif.common.runner import simulate

@@ -4,6 +4,7 @@ golden model, one scenario per test (small: 4 lanes, 64-word memories)."""
 from __future__ import annotations
 
 import pytest
+
 from memwall.hdl.rdxe.vac import Vac
 from memwall.hdl.rdxe.ve import VectorEngine
 from memwall.verif.common.runner import simulate

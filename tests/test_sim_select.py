@@ -1,4 +1,5 @@
 import pytest
+
 from memwall.hdl.dplena.select import MaskedSelectUnit
 from memwall.verif.common.runner import simulate
 

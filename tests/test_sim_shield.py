@@ -3,10 +3,12 @@
 import gc
 import json
 import warnings
-from pathlib import Path
 
 import pytest
 from amaranth.hdl import UnusedElaboratable
+
+from memwall import paths
+from memwall.config import config_from_dict, load_config
 from memwall.golden.shield import expected_refresh_counts
 from memwall.golden.shield_trace import load_trace
 from memwall.hdl.common.netlist import Design
@@ -21,10 +23,8 @@ from memwall.verif.common.runner import simulate
 from memwall.verif.shield.run import run_trace
 from memwall.verif.shield.tb_controller import ber_limit, config_params
 
-from memwall.config import config_from_dict, load_config
-
 TB = "memwall.verif.shield.tb_controller"
-TRACE = Path(__file__).resolve().parents[1] / "configs" / "traces" / "shield_small.yaml"
+TRACE = paths.REPO / "configs" / "traces" / "shield_small.yaml"
 
 
 @pytest.fixture(scope="module")

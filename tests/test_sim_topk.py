@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 from amaranth.hdl import UnusedElaboratable
+
 from memwall.golden.dplena import topk_mask
 from memwall.golden.fparith import bf16_key
 from memwall.hdl.dplena.topk import TopkMaskUnit

@@ -4,10 +4,10 @@ its rule. In the core the stage row fills only the lanes of the block length, an
 writes and the arbiter's stalls are seen only through programs; this drives every port bit."""
 
 import pytest
-from memwall.hdl.dplena.core import VectorSramBank, VectorSramWriteArbiter
-from memwall.verif.common.runner import simulate
 
 from memwall.config import load_config
+from memwall.hdl.dplena.core import VectorSramBank, VectorSramWriteArbiter
+from memwall.verif.common.runner import simulate
 
 pytestmark = pytest.mark.sim
 

@@ -10,13 +10,13 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
+
+from memwall.config import load_config
+from memwall.gen import build_design
 from memwall.hdl.common.netlist import Design, unique_submodule
 from memwall.hdl.common.structural import Structural
 from memwall.hdl.dplena.core import VectorSramWriteArbiter
 from memwall.hdl.dplena.reduction import ReduceOp, ReductionUnit
-
-from memwall.config import load_config
-from memwall.gen import build_design
 
 
 class Source(wiring.Component):

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
+
 from memwall.golden.formats import BF16, bf16_bits
 from memwall.golden.transcendental import (
     EXP_PARAMS,

@@ -22,8 +22,9 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from memwall.flows import activity
 from vcdvcd import VCDVCD
+
+from memwall.flows import activity
 
 LEAF_SCOPE = """$scope module {name} $end
 $var wire 1 ! clk $end

@@ -13,6 +13,7 @@ The ROM contents come from the golden module, so both sides share every constant
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
 from memwall.golden import fixedpoint as fx
 
 from .netlist import unique_submodule

@@ -28,6 +28,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, ceil_log2
+
 from memwall.golden.formats import BF16, FP32, FloatFormat
 
 from .pipeline import Stages, depth_cuts, with_stages

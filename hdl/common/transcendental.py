@@ -21,6 +21,7 @@ of the same datapath (:mod:`memwall.hdl.common.pipeline`).
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
 from memwall.golden.formats import BF16
 from memwall.golden.transcendental import (
     EXP_E_HI,

@@ -31,6 +31,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
+
 from memwall.hdl.common.structural import Concat, Constant, Netlist, Structural
 
 from .config import DplenaConfig

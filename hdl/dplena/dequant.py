@@ -23,6 +23,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
+
 from memwall.golden.formats import BF16
 from memwall.hdl.common.structural import Netlist, Structural
 

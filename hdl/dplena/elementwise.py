@@ -15,6 +15,7 @@ from __future__ import annotations
 from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
+
 from memwall.hdl.common.fp import Fp32ToBf16, FpAdd, FpMul
 from memwall.hdl.common.lanes import LaneArray, LockstepControl
 from memwall.hdl.common.netlist import unique_submodule

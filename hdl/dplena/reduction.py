@@ -17,6 +17,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
+
 from memwall.hdl.common.fp import FpAdd, bf16_key
 from memwall.hdl.common.lanes import LockstepControl
 from memwall.hdl.common.netlist import unique_submodule

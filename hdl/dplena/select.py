@@ -5,6 +5,7 @@ from __future__ import annotations
 from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
 from memwall.hdl.common.lanes import LaneArray, LockstepControl
 
 __all__ = ["SelectLane", "MaskedSelectUnit"]

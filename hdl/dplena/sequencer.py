@@ -30,6 +30,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, exact_log2
+
 from memwall.hdl.common.fp import FpAdd, FpMul, bf16_key
 from memwall.hdl.common.netlist import unique_submodule
 

@@ -10,6 +10,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
+
 from memwall.golden.dplena import NEG_INF_BF16
 from memwall.hdl.common.fp import bf16_key
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Const, Module, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
+
 from memwall.golden import bch
 
 __all__ = ["BchEncoder"]

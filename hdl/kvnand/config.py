@@ -12,9 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from memwall.golden.kvnand_kvbuf import MAPPINGS, POLICIES
-from memwall.golden.kvnand_pe import FMTS, KINDS, MODES, page_kind
-
 from memwall.config import (
     ConfigError,
     UnitConfig,
@@ -24,6 +21,8 @@ from memwall.config import (
     one_of,
     power_of_two,
 )
+from memwall.golden.kvnand_kvbuf import MAPPINGS, POLICIES
+from memwall.golden.kvnand_pe import FMTS, KINDS, MODES, page_kind
 
 __all__ = ["KvnandConfig", "BCH_WIDTHS"]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Module
 from amaranth.lib import wiring
+
 from memwall.hdl.common.netlist import unique_submodule
 
 from .bch import BchEncoder

@@ -35,6 +35,7 @@ from amaranth.hdl import Array, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
+
 from memwall.golden.kvnand_kvbuf import MAPPINGS, POLICIES, check_geometry
 
 __all__ = ["KvWriteBuffer", "in_layout", "header_layout", "out_layout", "FLUSH_SIGNATURE"]

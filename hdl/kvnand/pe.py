@@ -26,6 +26,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, ceil_log2, exact_log2
+
 from memwall.golden.kvnand_pe import KINDS, add_stage, input_kind, page_kind
 from memwall.golden.kvnand_pe import latency as golden_latency
 from memwall.hdl.common.fixed import leading_one

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from memwall.golden import kvnand_pe as golden
 
 from .config import KvnandConfig

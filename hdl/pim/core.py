@@ -21,6 +21,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
+
 from memwall.hdl.common.netlist import unique_submodule
 from memwall.hdl.pim.config import ORDERS, PimConfig
 from memwall.hdl.pim.pu import PimPu, max_shift, result_words

@@ -19,6 +19,7 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
 from memwall.hdl.pim.config import PimConfig
 
 __all__ = ["PimPu", "pu_params", "result_words"]

@@ -15,10 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from memwall.config import ConfigError, UnitConfig, field, int_range, number_range, power_of_two
 from memwall.golden.rdxe import MAX_TOKENS, peak_ops_per_cycle
 from memwall.golden.rdxe_layout import LAYOUTS, kv_words_needed
-
-from memwall.config import ConfigError, UnitConfig, field, int_range, number_range, power_of_two
 
 __all__ = ["RdxeConfig"]
 

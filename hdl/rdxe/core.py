@@ -11,6 +11,7 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
+
 from memwall.hdl.common.netlist import unique_submodule
 from memwall.hdl.rdxe.config import RdxeConfig
 from memwall.hdl.rdxe.dxt import Dxt

@@ -25,6 +25,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
+
 from memwall.hdl.common.netlist import unique_submodule
 from memwall.hdl.rdxe.config import RdxeConfig
 from memwall.hdl.rdxe.vac import RC_LAYOUT, SRC_KV, Vac, beat_layout

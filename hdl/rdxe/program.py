@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from memwall.golden import rdxe as golden
 from memwall.golden.rdxe_layout import v_base
 from memwall.hdl.rdxe.config import RdxeConfig

@@ -32,6 +32,7 @@ from __future__ import annotations
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
+
 from memwall.golden import fixedpoint as fx
 from memwall.hdl.rdxe.config import RdxeConfig
 from memwall.hdl.rdxe.dxt import (

@@ -29,6 +29,7 @@ from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
+
 from memwall.golden import fixedpoint as fx
 from memwall.hdl.common.fixed import RcApply
 from memwall.hdl.common.netlist import unique_submodule

@@ -20,6 +20,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
+
 from memwall.golden import fixedpoint as fx
 from memwall.hdl.common.fixed import Exp2Float, NewtonRaphson, RcApply
 from memwall.hdl.common.netlist import unique_submodule

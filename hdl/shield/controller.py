@@ -18,6 +18,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
+
 from memwall.hdl.common.netlist import unique_submodule
 from memwall.hdl.shield.config import ShieldConfig
 

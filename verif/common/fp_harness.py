@@ -13,6 +13,7 @@ from __future__ import annotations
 from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
+
 from memwall.hdl.common.lanes import LockstepControl
 from memwall.hdl.common.netlist import unique_submodule
 

@@ -24,16 +24,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from memwall.hdl.common.netlist import Design
-
+from memwall import paths
 from memwall.boundary import checkpoint
+from memwall.hdl.common.netlist import Design
 
 __all__ = ["simulate", "simulate_for_result", "SimulationFailed", "setup_verilator",
            "SIMULATORS", "default_sim", "log_tail"]
 
 SIMULATORS = ("icarus", "verilator")
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SIM_BUILD_ROOT = Path(os.environ.get("MEMWALL_SIM_BUILD", REPO_ROOT / "build" / "sim"))
+SIM_BUILD_ROOT = Path(os.environ.get("MEMWALL_SIM_BUILD", paths.BUILD / "sim"))
 PARAMS_ENV = "MEMWALL_TB_PARAMS"
 #: Set by ``memwall mutate`` (:mod:`memwall.mutate`): a mutant to put in place of its module,
 #: and a folder where each simulation records the modules it contains.

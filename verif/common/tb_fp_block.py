@@ -12,6 +12,7 @@ import random
 
 import cocotb
 import numpy as np
+
 from memwall.verif.common.fp_harness import TAG_BITS
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import Scoreboard, StreamSink, StreamSource, start

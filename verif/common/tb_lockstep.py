@@ -16,6 +16,7 @@ import random
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
+
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import Scoreboard, StreamSink, StreamSource, start
 

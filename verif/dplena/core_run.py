@@ -14,14 +14,14 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from memwall.families.dplena.interpreter import Prefetch, stream_beats
 from memwall.golden.dplena import prepare_logits
 from memwall.golden.formats import BF16
 from memwall.golden.mxfp8 import quantize
 from memwall.hdl.dplena.config import DplenaConfig
 from memwall.hdl.dplena.core import TOP_NAME, DplenaCore
 from memwall.hdl.dplena.program import Program, Workload, generate
-
-from memwall.families.dplena.interpreter import Prefetch, stream_beats
 
 __all__ = ["step_prefetches", "hbm_beats", "write_job", "step_job", "run_words", "run_core",
            "sampling_step"]

@@ -24,12 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from memwall.families.dplena.interpreter import Prefetch, stream_beats
 from memwall.golden.formats import fp32_bits
 from memwall.golden.mxfp8 import quantize
 from memwall.hdl.dplena.config import DplenaConfig
 from memwall.hdl.dplena.isa import PREFETCH_BF16, RED_FIRST, RED_LAST, Instr, Op, encode
-
-from memwall.families.dplena.interpreter import Prefetch, stream_beats
 
 from .stimulus import SPECIALS, bf16_vector
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from memwall.golden.formats import bf16_bits
 
 __all__ = ["bf16_vector", "fp32_sticky_ties", "SPECIALS"]

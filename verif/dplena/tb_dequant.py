@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
+
 from memwall.golden.hbm import beats_to_words, num_beats, prefetch_beats_bf16, prefetch_beats_mx
 from memwall.golden.mxfp8 import dequantize, num_blocks, quantize
 from memwall.hdl.dplena.dequant import dequant_cmd_layout

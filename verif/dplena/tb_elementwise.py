@@ -7,6 +7,7 @@ import random
 import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
+
 from memwall.golden.formats import BF16
 from memwall.golden.fparith import fp32_to_bf16, fp_add, fp_mul, fp_sub
 from memwall.golden.transcendental import bf16_exp, bf16_recip

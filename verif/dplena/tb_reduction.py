@@ -6,6 +6,7 @@ import random
 
 import cocotb
 import numpy as np
+
 from memwall.golden.formats import BF16
 from memwall.golden.fparith import reduce_max_idx, reduce_sum
 from memwall.hdl.dplena.reduction import ReduceOp, reduce_cmd_layout

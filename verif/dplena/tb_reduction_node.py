@@ -16,6 +16,7 @@ from __future__ import annotations
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
+
 from memwall.golden.formats import FP32
 from memwall.golden.fparith import bf16_key, fp_add
 from memwall.verif.common.runner import tb_params

@@ -6,6 +6,7 @@ import random
 
 import cocotb
 import numpy as np
+
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import (
     Scoreboard,

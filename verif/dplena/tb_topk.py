@@ -7,6 +7,7 @@ import random
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
+
 from memwall.golden.dplena import topk_mask
 from memwall.golden.fparith import bf16_key
 from memwall.verif.common.runner import tb_params

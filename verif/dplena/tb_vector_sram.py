@@ -14,6 +14,7 @@ from __future__ import annotations
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge, Timer
+
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import Scoreboard, start
 

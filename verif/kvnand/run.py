@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+
 from memwall.hdl.kvnand.bch import BchEncoder
 from memwall.hdl.kvnand.config import KvnandConfig
 from memwall.hdl.kvnand.pe import Pe

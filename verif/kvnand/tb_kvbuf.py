@@ -22,6 +22,7 @@ import random
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
+
 from memwall.golden import kvnand_kvbuf as golden
 from memwall.hdl.kvnand.kvbuf import in_layout, out_layout
 from memwall.verif.common.runner import tb_params

@@ -19,6 +19,7 @@ import random
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
+
 from memwall.golden import kvnand_pe as golden
 from memwall.hdl.kvnand.config import KvnandConfig
 from memwall.hdl.kvnand.pe import Pe, command_layout

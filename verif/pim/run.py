@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+
 from memwall.hdl.pim.config import PimConfig
 from memwall.hdl.pim.core import TOP_NAME, PimCore
 from memwall.verif.common.runner import simulate_for_result

@@ -26,6 +26,7 @@ import random
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
+
 from memwall.golden import pim as golden
 from memwall.golden import pim_schedule
 from memwall.hdl.pim.config import PimConfig

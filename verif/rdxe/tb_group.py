@@ -22,6 +22,7 @@ import random
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
+
 from memwall.golden import fixedpoint as fx
 from memwall.golden import rdxe as golden
 from memwall.golden.rdxe_cycles import command_cycles

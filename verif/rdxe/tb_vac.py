@@ -27,6 +27,7 @@ from __future__ import annotations
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
+
 from memwall.golden import fixedpoint as fx
 from memwall.golden import rdxe
 from memwall.hdl.rdxe.vac import RC_LAYOUT, RESULT_LATENCY, SRC_KV, SRC_WMEM, Vac, beat_layout

@@ -30,6 +30,7 @@ from __future__ import annotations
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge, Timer
+
 from memwall.golden import fixedpoint as fx
 from memwall.golden import rdxe
 from memwall.hdl.common.fixed import NewtonRaphson

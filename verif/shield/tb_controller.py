@@ -33,6 +33,8 @@ from pathlib import Path
 import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
+
+from memwall.boundary import checkpoint
 from memwall.golden import shield as golden
 from memwall.golden.shield_trace import Step, Trace, load_trace
 from memwall.hdl.shield.config import ShieldConfig
@@ -40,8 +42,6 @@ from memwall.hdl.shield.controller import BANKS, REFRESHED_BANKS, Cls, Op, reque
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import Scoreboard, StreamSink, StreamSource, pack_struct, start
 from memwall.verif.shield.edram import EdramBank
-
-from memwall.boundary import checkpoint
 
 #: chance that a run with a correct controller fails the BER check by bad luck
 BER_FALSE_ALARM = 1e-6

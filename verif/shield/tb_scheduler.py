@@ -13,6 +13,7 @@ import random
 
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
+
 from memwall.hdl.shield.controller import schedule_offset
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import start

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from memwall import paths
 from memwall.config import load_config
 from memwall.families.dplena.model import default_v_chunk, estimate
 from memwall.files import write_json_atomic
@@ -24,7 +25,7 @@ from memwall.hdl.dplena.program import Workload
 
 __all__ = ["table_ii", "fig5", "main"]
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = paths.REPO
 DEFAULT_OUT = ROOT / "reports" / "dplena"
 #: Table II workload: T=1, B=16, L=32, V=126464 (LLaDA's vocabulary), paper latency in ms.
 TABLE_II = {"B": 16, "L": 32, "V": 126464, "T": 1}

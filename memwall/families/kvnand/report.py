@@ -17,6 +17,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from memwall import paths
 from memwall.files import dumps_json
 from memwall.golden import kvnand_model
 from memwall.golden.kvnand_systems import BUFFER_READINGS, DRAM_READINGS, Params
@@ -24,7 +25,7 @@ from memwall.golden.kvnand_systems import BUFFER_READINGS, DRAM_READINGS, Params
 __all__ = ["build_report", "load_results", "readme", "results", "main", "PLOTS",
            "TABLE_I", "PAPER_DSE", "PAPER_COST", "BALANCE"]
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = paths.REPO
 DEFAULT_OUT = ROOT / "reports" / "kvnand"
 PLOTS = ("fig15_dse.png", "fig12_throughput.png")
 #: Table I's capacities (Gib: 2**30 bits), the paper's figures beside our arithmetic, and its

@@ -16,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from memwall import paths
 from memwall.config import load_config
 from memwall.flows.report import (
     fmax_mhz,
@@ -29,7 +30,7 @@ from memwall.golden import bch
 
 __all__ = ["SYNTH_CONFIGS", "SYNTH_PDK", "PAPER_LOGIC", "collect", "render", "main"]
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = paths.REPO
 SYNTH_PDK = "asap7"
 SYNTH_CONFIGS = ("kvnand_small", "kvnand_paper")
 #: The paper's logic die per plane (Table I and section V, 20 nm): 16 FMACs with the 8 KB KV

@@ -17,13 +17,14 @@ import json
 import sys
 from pathlib import Path
 
+from memwall import paths
 from memwall.config import load_config
 from memwall.golden import pim_schedule
 from memwall.golden.pim import Schedule, input_ones
 
 __all__ = ["build_report", "main", "MODELS", "PU_VARIANTS"]
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = paths.REPO
 DEFAULT_OUT = ROOT / "reports" / "pim"
 CONFIG = "pim_paper"
 #: Layer sizes (d_model, FFN hidden): TinyLlama-1.1B and LLaMA-2-7B.

@@ -13,13 +13,14 @@ import json
 import sys
 from pathlib import Path
 
+from memwall import paths
 from memwall.config import load_config
 from memwall.files import dumps_json
 from memwall.golden import rdxe_model
 
 __all__ = ["build_report", "readme", "results", "PAPER", "CONFIG"]
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = paths.REPO
 DEFAULT_OUT = ROOT / "reports" / "rdxe"
 CONFIG = "rdxe_paper"
 #: The paper's claims (rdxe-edge-slm-decoder-vrc-iwur, sections III-IV).

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memwall import paths
 from memwall.config import load_config
 from memwall.flows.report import (
     fmax_mhz,
@@ -34,7 +35,7 @@ from memwall.hdl.rdxe.ve import NORM_BITS
 __all__ = ["SYNTH_CONFIGS", "SYNTH_PDK", "VRC_PAIR", "PAPER_VRC", "vrc_rows", "collect",
            "render"]
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = paths.REPO
 SYNTH_PDK = "asap7"
 SYNTH_CONFIGS = ("rdxe_small", "rdxe_paper_fused", "rdxe_paper")
 #: (fused, sequential): equal configs but for ``sequential_baseline``.

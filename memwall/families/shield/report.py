@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from memwall import paths
 from memwall.config import load_config
 from memwall.golden import shield as s
 from memwall.golden.shield_trace import Step, Trace, load_trace
@@ -28,7 +29,7 @@ from .workloads import LAYER_LOOP, layer_loop_trace
 
 __all__ = ["build_report", "main"]
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = paths.REPO
 DEFAULT_OUT = ROOT / "reports" / "shield"
 CONFIGS = ("shield_2mb", "shield_2mb_eta35")
 FRACTIONS = (0.0, 0.2, 0.5, 0.8, 1.0)

@@ -7,6 +7,7 @@ import random
 
 import cocotb
 from cocotb.triggers import RisingEdge
+
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import Scoreboard, start
 
