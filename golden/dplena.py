@@ -40,10 +40,8 @@ from typing import Any
 import numpy as np
 
 from memwall.files import write_npz_atomic
-from memwall.inputs import ArraySpec, InputError, load_npz
-
-from .formats import BF16, FP32, round_to_bf16
-from .fparith import (
+from memwall.golden.formats import BF16, FP32, round_to_bf16
+from memwall.golden.fparith import (
     bf16_key,
     bf16_to_fp32,
     fp32_to_bf16,
@@ -53,8 +51,9 @@ from .fparith import (
     reduce_max_idx,
     reduce_sum,
 )
-from .mxfp8 import dequantize, quantize
-from .transcendental import bf16_exp, bf16_recip
+from memwall.golden.mxfp8 import dequantize, quantize
+from memwall.golden.transcendental import bf16_exp, bf16_recip
+from memwall.inputs import ArraySpec, InputError, load_npz
 
 __all__ = [
     "LOGITS_FORMATS",

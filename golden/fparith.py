@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .formats import BF16, FP32, FloatFormat, round_to_bf16
+from memwall.golden.formats import BF16, FP32, FloatFormat, round_to_bf16
 
 __all__ = [
     "BF16_NAN_KEY",

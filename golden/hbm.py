@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .mxfp8 import BLOCK, num_blocks
+from memwall.golden.mxfp8 import BLOCK, num_blocks
 
 __all__ = ["MX_GROUP_BEATS", "FORMATS", "prefetch_beats_mx", "prefetch_beats_bf16", "num_beats",
            "beats_to_words"]

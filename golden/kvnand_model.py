@@ -94,7 +94,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .kvnand_systems import (
+from memwall.golden.kvnand_systems import (
     BUFFER_READINGS,
     DRAM_READINGS,
     FORMATS,

@@ -54,8 +54,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .formats import FP32
-from .fparith import bf16_to_fp32, fp_add, fp_mul
+from memwall.golden.formats import FP32
+from memwall.golden.fparith import bf16_to_fp32, fp_add, fp_mul
 
 __all__ = ["FMTS", "MODES", "KINDS", "page_kind", "input_kind", "elem_bits", "scaled", "pack_page",
            "unpack_page", "page_fp32", "input_fp32", "tree", "gemv", "logit", "attend",

@@ -157,7 +157,7 @@ class Params:
         (the Q heads sharing a KV head), on ``fmacs_per_plane`` FMACs: the plane PE's cycles
         for the page (:func:`memwall.golden.kvnand_pe.page_cycles`, MACs / FMACs plus its
         pipeline latency; the RTL's count, checked by ``tests/test_sim_kvnand_pe.py``)."""
-        from . import kvnand_pe
+        from memwall.golden import kvnand_pe
 
         elements = int(self.page_bytes / operand_bytes)
         heads = 1 << max(0, (reuse - 1).bit_length())      # the PE's G: a power of two

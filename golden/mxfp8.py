@@ -63,7 +63,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from .formats import BF16, round_to_bf16
+from memwall.golden.formats import BF16, round_to_bf16
 
 __all__ = [
     "BLOCK",

@@ -77,9 +77,7 @@ from collections import deque
 
 import numpy as np
 
-from memwall.hdl.pim.config import ORDERS
-
-from .pim_mapping import (
+from memwall.golden.pim_mapping import (
     OperandError,
     Schedule,
     check_operands,
@@ -95,6 +93,7 @@ from .pim_mapping import (
     tile_rows,
     weight_row_images,
 )
+from memwall.hdl.pim.config import ORDERS
 
 __all__ = ["PU_LATENCY", "REFRESH_MODES", "MACRO_COUNTERS", "BUFFER_COUNTERS", "ORDERS",
            "Schedule", "OperandError", "check_operands", "operand_range", "tile_rows",

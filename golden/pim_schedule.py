@@ -41,10 +41,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from memwall.golden.pim import BUFFER_COUNTERS, MACRO_COUNTERS, PU_LATENCY, REFRESH_MODES, energy
+from memwall.golden.pim_mapping import Schedule
 from memwall.hdl.pim.config import ORDERS
-
-from .pim import BUFFER_COUNTERS, MACRO_COUNTERS, PU_LATENCY, REFRESH_MODES, energy
-from .pim_mapping import Schedule
 
 __all__ = ["counts", "evaluate", "search", "compare", "candidates", "tile_sizes",
            "peak_psum_closed_form", "sram_energy", "run_json", "as_json", "format_report"]

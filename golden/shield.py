@@ -69,8 +69,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .formats import BF16, round_to_bf16
-from .shield_trace import LiveRanges, Trace
+from memwall.golden.formats import BF16, round_to_bf16
+from memwall.golden.shield_trace import LiveRanges, Trace
 
 if TYPE_CHECKING:  # only for type hints: golden code never needs Amaranth
     from memwall.hdl.shield.config import ShieldConfig

@@ -15,9 +15,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from memwall.golden import fixedpoint as fx
-
-from .netlist import unique_submodule
-from .pipeline import Stages, depth_cuts, with_stages
+from memwall.hdl.common.netlist import unique_submodule
+from memwall.hdl.common.pipeline import Stages, depth_cuts, with_stages
 
 __all__ = ["RcApply", "SignedByUnsigned", "Exp2Float", "NewtonRaphson", "leading_one"]
 

@@ -30,8 +30,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, ceil_log2
 
 from memwall.golden.formats import BF16, FP32, FloatFormat
-
-from .pipeline import Stages, depth_cuts, with_stages
+from memwall.hdl.common.pipeline import Stages, depth_cuts, with_stages
 
 __all__ = ["FORMATS", "Fp32ToBf16", "FpAdd", "FpMul", "bf16_key"]
 

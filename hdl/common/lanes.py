@@ -17,8 +17,8 @@ from amaranth.hdl import Module, Shape, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .netlist import module_key, port_values
-from .structural import Netlist, Structural
+from memwall.hdl.common.netlist import module_key, port_values
+from memwall.hdl.common.structural import Netlist, Structural
 
 __all__ = ["LaneArray", "LockstepControl"]
 

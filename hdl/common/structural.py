@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from amaranth.hdl import Cat, Const, Module, Signal, Value
 from amaranth.lib import wiring
 
-from .netlist import CLOCK_PORTS, Design, Port, port_values, unique_submodule
+from memwall.hdl.common.netlist import CLOCK_PORTS, Design, Port, port_values, unique_submodule
 
 __all__ = ["Netlist", "NetInstance", "End", "Structural", "Expr", "Net", "Slice", "Lane",
            "Constant", "Concat"]

@@ -31,8 +31,7 @@ from memwall.golden.transcendental import (
     exp_tables,
     recip_table,
 )
-
-from .pipeline import Stages, depth_cuts, with_stages
+from memwall.hdl.common.pipeline import Stages, depth_cuts, with_stages
 
 __all__ = ["Bf16Exp", "Bf16Recip"]
 

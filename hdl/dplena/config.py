@@ -18,8 +18,7 @@ from memwall.config import (
     pdk_clocks,
     power_of_two,
 )
-
-from .stages import FpStages, max_fp_stages
+from memwall.hdl.dplena.stages import FpStages, max_fp_stages
 
 __all__ = ["DplenaConfig"]
 

@@ -33,12 +33,11 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
 from memwall.hdl.common.structural import Concat, Constant, Netlist, Structural
-
-from .config import DplenaConfig
-from .dequant import Dequantiser
-from .elementwise import ElementwiseUnit
-from .reduction import ReductionUnit
-from .sequencer import Sequencer
+from memwall.hdl.dplena.config import DplenaConfig
+from memwall.hdl.dplena.dequant import Dequantiser
+from memwall.hdl.dplena.elementwise import ElementwiseUnit
+from memwall.hdl.dplena.reduction import ReductionUnit
+from memwall.hdl.dplena.sequencer import Sequencer
 
 __all__ = ["TOP_NAME", "VectorSramBank", "VectorSramWriteArbiter", "Sequencer", "DplenaCore",
            "build_top"]

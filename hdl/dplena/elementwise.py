@@ -21,8 +21,7 @@ from memwall.hdl.common.lanes import LaneArray, LockstepControl
 from memwall.hdl.common.netlist import unique_submodule
 from memwall.hdl.common.pipeline import delay
 from memwall.hdl.common.transcendental import Bf16Exp, Bf16Recip
-
-from .stages import FpStages
+from memwall.hdl.dplena.stages import FpStages
 
 #: Every block combinational (the default of the lanes and units).
 COMBINATIONAL = FpStages()

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .config import DplenaConfig
-from .isa import PREFETCH_BF16, RED_FIRST, RED_LAST, Instr, Op, encode
+from memwall.hdl.dplena.config import DplenaConfig
+from memwall.hdl.dplena.isa import PREFETCH_BF16, RED_FIRST, RED_LAST, Instr, Op, encode
 
 __all__ = ["Workload", "WorkloadError", "Program", "Prefetch", "generate", "NEXT_ROW",
            "OUTPUT_FIELDS"]

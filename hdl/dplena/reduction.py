@@ -23,8 +23,7 @@ from memwall.hdl.common.lanes import LockstepControl
 from memwall.hdl.common.netlist import unique_submodule
 from memwall.hdl.common.pipeline import delay, with_stages
 from memwall.hdl.common.structural import Netlist, Structural
-
-from .stages import tree_latency
+from memwall.hdl.dplena.stages import tree_latency
 
 __all__ = ["ReduceOp", "ReductionNode", "ReductionLeafPair", "CountSplit", "ReductionTree",
            "ReductionAccumulator", "ReductionUnit", "reduction_tree", "reduce_cmd_layout",

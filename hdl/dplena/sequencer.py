@@ -33,14 +33,13 @@ from amaranth.utils import bits_for, exact_log2
 
 from memwall.hdl.common.fp import FpAdd, FpMul, bf16_key
 from memwall.hdl.common.netlist import unique_submodule
-
-from .config import DplenaConfig
-from .dequant import dequant_cmd_layout
-from .elementwise import EW_CMD, EwOp, ScalarFpUnit, ScalarOp
-from .isa import INSTR_LAYOUT, NUM_FP, NUM_GP, WORD_BITS, Op
-from .reduction import RESULT_LAYOUT, ReduceOp, reduce_cmd_layout
-from .select import MaskedSelectUnit
-from .topk import TopkMaskUnit
+from memwall.hdl.dplena.config import DplenaConfig
+from memwall.hdl.dplena.dequant import dequant_cmd_layout
+from memwall.hdl.dplena.elementwise import EW_CMD, EwOp, ScalarFpUnit, ScalarOp
+from memwall.hdl.dplena.isa import INSTR_LAYOUT, NUM_FP, NUM_GP, WORD_BITS, Op
+from memwall.hdl.dplena.reduction import RESULT_LAYOUT, ReduceOp, reduce_cmd_layout
+from memwall.hdl.dplena.select import MaskedSelectUnit
+from memwall.hdl.dplena.topk import TopkMaskUnit
 
 __all__ = ["Sequencer"]
 

@@ -9,11 +9,10 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 
 from memwall.hdl.common.netlist import unique_submodule
-
-from .bch import BchEncoder
-from .config import KvnandConfig
-from .kvbuf import KvWriteBuffer
-from .pe import Pe
+from memwall.hdl.kvnand.bch import BchEncoder
+from memwall.hdl.kvnand.config import KvnandConfig
+from memwall.hdl.kvnand.kvbuf import KvWriteBuffer
+from memwall.hdl.kvnand.pe import Pe
 
 __all__ = ["KvnandPlane", "TOP_NAME", "build_top", "kv_buffer"]
 

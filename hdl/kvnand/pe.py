@@ -33,8 +33,7 @@ from memwall.hdl.common.fixed import leading_one
 from memwall.hdl.common.fp import FpAdd, FpMul
 from memwall.hdl.common.netlist import unique_submodule
 from memwall.hdl.common.pipeline import delay
-
-from .config import KvnandConfig
+from memwall.hdl.kvnand.config import KvnandConfig
 
 __all__ = ["Pe", "command_layout", "MODE_CODES"]
 

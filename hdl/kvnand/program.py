@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memwall.golden import kvnand_pe as golden
-
-from .config import KvnandConfig
-from .pe import MODE_CODES
+from memwall.hdl.kvnand.config import KvnandConfig
+from memwall.hdl.kvnand.pe import MODE_CODES
 
 __all__ = ["PageCommand", "ShapeError", "plan_page", "command_cycles"]
 

@@ -30,8 +30,7 @@ from memwall.golden.formats import fp32_bits
 from memwall.golden.mxfp8 import quantize
 from memwall.hdl.dplena.config import DplenaConfig
 from memwall.hdl.dplena.isa import PREFETCH_BF16, RED_FIRST, RED_LAST, Instr, Op, encode
-
-from .stimulus import SPECIALS, bf16_vector
+from memwall.verif.dplena.stimulus import SPECIALS, bf16_vector
 
 __all__ = ["RandomProgram", "random_program", "state_dump", "register_fill", "lane_readback",
            "readback_values"]

@@ -11,8 +11,7 @@ import numpy as np
 from memwall.golden import bch
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import StreamSink, StreamSource, start
-
-from .tb_bch import Testbench
+from memwall.verif.kvnand.tb_bch import Testbench
 
 
 @cocotb.test()

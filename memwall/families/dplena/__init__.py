@@ -13,12 +13,11 @@ prints what a config's run costs (cycles, simulation and VCD-reading time, VCD s
 
 from __future__ import annotations
 
+from memwall.families.dplena import area_power, commands, report
 from memwall.family import Family, PowerWorkload
 from memwall.golden import dplena as _golden
 from memwall.hdl.dplena.config import DplenaConfig
 from memwall.hdl.dplena.core import build_top
-
-from . import area_power, commands, report
 
 #: The core workload simulates a core of at most this many Vector SRAM banks: a config with
 #: more is simulated with its VLEN reduced to SIM_BANKS x its bank width (every other field,
@@ -60,11 +59,10 @@ def core_workload(cfg: DplenaConfig) -> PowerWorkload:
     beat every ``cfg.banks / banks`` cycles, so that it waits for HBM as the real core does
     (dplena2048 is memory-bound: 32 beats a row at 64 B/cycle).
     """
+    from memwall.families.dplena.model import default_v_chunk
+    from memwall.families.dplena.report import TABLE_II
     from memwall.hdl.dplena.core import TOP_NAME, DplenaCore
     from memwall.verif.dplena.core_run import sampling_step, step_job
-
-    from .model import default_v_chunk
-    from .report import TABLE_II
 
     sim = sim_config(cfg)
     every = cfg.banks // sim.banks
@@ -97,7 +95,7 @@ def power_workloads(cfg: DplenaConfig) -> list[PowerWorkload]:
 
 
 def _properties(cfg):
-    from .properties import properties
+    from memwall.families.dplena.properties import properties
 
     return properties(cfg)
 

@@ -168,8 +168,7 @@ def table_ii_at_clock(rows: list[dict]) -> str:
     """The Table II workload's latency in µs at each row's achieved clock, and the HBM port
     in GB/s at that clock."""
     from memwall.config import load_config
-
-    from .report import PAPER_MS, TABLE_II, _run
+    from memwall.families.dplena.report import PAPER_MS, TABLE_II, _run
 
     lines = []
     for r in rows:

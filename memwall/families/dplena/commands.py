@@ -43,9 +43,8 @@ def _inputs(args, cfg) -> dict:
 
 def _v_chunk(cfg, args, vocab: int) -> int:
     """``--v-chunk`` or the cycle model's default for the config; checked against the core."""
+    from memwall.families.dplena.model import default_v_chunk
     from memwall.hdl.dplena.program import WorkloadError
-
-    from .model import default_v_chunk
 
     try:
         v_chunk = args.v_chunk if args.v_chunk is not None else default_v_chunk(cfg, vocab)
@@ -122,9 +121,8 @@ def _model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def model_command(args, cfg) -> None:
+    from memwall.families.dplena.model import estimate
     from memwall.golden.dplena import MAX_VOCAB
-
-    from .model import estimate
 
     batch, block_len, vocab, steps = _workload_option(args.workload, {
         "B": max_batch(cfg), "L": cfg.block_len, "V": MAX_VOCAB, "T": 1 << 30})
@@ -178,7 +176,7 @@ def run_command(args, cfg) -> None:
     out = output_path(args.out)
     inputs = _inputs(args, cfg)
     wl = _workload(cfg, args, inputs["logits"].shape, inputs["k"], inputs["mask_id"])
-    from .model import bound_cycles
+    from memwall.families.dplena.model import bound_cycles
 
     check_sim_cycles(bound_cycles(cfg, wl), args.max_cycles,
                      f"inputs {args.inputs} (B={wl.batch}, L={wl.block_len}, V={wl.vocab}, "

@@ -41,11 +41,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from memwall.families.dplena.interpreter import SequencerTiming
 from memwall.hdl.dplena.config import DplenaConfig
 from memwall.hdl.dplena.isa import Op
 from memwall.hdl.dplena.program import Program, Workload, WorkloadError, generate
-
-from .interpreter import SequencerTiming
 
 __all__ = ["CycleEstimate", "estimate", "default_v_chunk", "bound_cycles", "hbm_bytes"]
 

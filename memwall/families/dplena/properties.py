@@ -18,15 +18,14 @@ from amaranth.hdl import Array, Assert, Assume, Elaboratable, Module, Mux, Signa
 from amaranth.hdl._ast import AnySeq, Initial
 from amaranth.utils import bits_for, exact_log2
 
-from memwall.formal import Property, internal, protocol_source, stream_protocol
-from memwall.hdl.common.fp import bf16_key
-
-from .properties_sequencer import sequencer_property
-from .properties_units import (
+from memwall.families.dplena.properties_sequencer import sequencer_property
+from memwall.families.dplena.properties_units import (
     MaskedSelectHarness,
     ReductionAccumulatorHarness,
     ReductionTreeHarness,
 )
+from memwall.formal import Property, internal, protocol_source, stream_protocol
+from memwall.hdl.common.fp import bf16_key
 
 __all__ = ["properties", "TopkHarness"]
 

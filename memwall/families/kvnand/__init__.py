@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from memwall.families.kvnand import commands
 from memwall.family import Family, PowerWorkload
 from memwall.hdl.kvnand.config import KvnandConfig
 from memwall.hdl.kvnand.core import build_top
-
-from . import commands
 
 __all__ = ["FAMILY"]
 
@@ -53,13 +52,13 @@ def _power_workloads(cfg: KvnandConfig):
 
 
 def _properties(cfg):
-    from .properties import properties
+    from memwall.families.kvnand.properties import properties
 
     return properties(cfg)
 
 
 def _write_reports(folder) -> None:
-    from .report import build_report
+    from memwall.families.kvnand.report import build_report
 
     build_report(folder)
 

@@ -212,7 +212,7 @@ def model_result() -> dict:
 
 def model_command(args, cfg) -> None:
     if args.sweep:
-        from .dse import sweep_command_result
+        from memwall.families.kvnand.dse import sweep_command_result
 
         result = sweep_command_result(args.ray, args.workers)
         if args.json:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .report import PLOTS, _cases, _ctx, _ctxs, _labels, _models
+from memwall.families.kvnand.report import PLOTS, _cases, _ctx, _ctxs, _labels, _models
 
 __all__ = ["plots"]
 

@@ -640,7 +640,7 @@ def build_report(folder: Path = DEFAULT_OUT, *, figures: bool = True) -> dict:
     stored = load_results(folder)      # the README is written from the file, as checked
     (folder / "README.md").write_text(readme(stored))
     if figures:
-        from .plots import plots
+        from memwall.families.kvnand.plots import plots
 
         plots(stored, folder)
     return res

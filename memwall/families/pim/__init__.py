@@ -3,12 +3,11 @@ unit, and a behavioural 2T eDRAM macro (paper: edram-pim-retention-aware-framewo
 
 from __future__ import annotations
 
+from memwall.families.pim import commands
+from memwall.families.pim.workloads import power_workloads
 from memwall.family import Family
 from memwall.hdl.pim.config import PimConfig
 from memwall.hdl.pim.core import build_top
-
-from . import commands
-from .workloads import power_workloads
 
 __all__ = ["FAMILY"]
 
@@ -21,7 +20,7 @@ def _golden():
 
 
 def _write_reports(folder) -> None:
-    from .report import build_report
+    from memwall.families.pim.report import build_report
 
     build_report(folder)
 

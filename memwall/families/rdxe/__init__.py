@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from memwall.families.rdxe import commands
 from memwall.family import Family, PowerWorkload
 from memwall.hdl.rdxe.config import RdxeConfig
 from memwall.hdl.rdxe.core import TOP_NAME, RdxeGroup, build_top
-
-from . import commands
 
 __all__ = ["FAMILY"]
 
@@ -42,7 +41,7 @@ def _power_workloads(cfg: RdxeConfig):
 
 
 def _write_reports(folder) -> None:
-    from .report import build_report
+    from memwall.families.rdxe.report import build_report
 
     build_report(folder)
 

@@ -30,7 +30,7 @@ PAPER = {"nonlinear_speedup_max": 4.66, "layer_speedup_max": 1.31, "iwur_speedup
 
 
 def results() -> dict:
-    from .accuracy import study
+    from memwall.families.rdxe.accuracy import study
 
     return {**rdxe_model.evaluate(load_config(CONFIG)), "accuracy": study()}
 
@@ -158,9 +158,8 @@ def main(argv=None) -> int:
                              "metrics (memwall synth <config> --pdk asap7)")
     args = parser.parse_args(argv)
     if args.synthesis:
+        from memwall.families.rdxe.synthesis import collect, render
         from memwall.flows.report import write_synthesis_report
-
-        from .synthesis import collect, render
 
         path = write_synthesis_report(Path(args.out), collect, render)
         print(f"memwall: wrote {path} and synthesis.json", file=sys.stderr)

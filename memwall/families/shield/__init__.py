@@ -3,18 +3,17 @@ model and the refresh-power (η) model."""
 
 from __future__ import annotations
 
+from memwall.families.shield import commands, controller_cost, report
+from memwall.families.shield.workloads import POWER_SIM_WORDS, power_workloads
 from memwall.family import Family
 from memwall.golden import shield as _golden
 from memwall.hdl.shield.config import ShieldConfig
 from memwall.hdl.shield.controller import build_top
 
-from . import commands, controller_cost, report
-from .workloads import POWER_SIM_WORDS, power_workloads
-
 __all__ = ["FAMILY", "POWER_SIM_WORDS", "power_workloads"]
 
 def _properties(cfg):
-    from .properties import properties
+    from memwall.families.shield.properties import properties
 
     return properties(cfg)
 

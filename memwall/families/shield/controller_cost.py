@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from memwall.config import config_from_dict, load_config
+from memwall.families.shield.workloads import LAYER_LOOP, layer_loop_trace
 from memwall.golden import shield as s
-
-from .workloads import LAYER_LOOP, layer_loop_trace
 
 __all__ = ["refresh_saving", "net_saving", "calibrations", "cost_rows", "report_section",
            "CALIBRATIONS", "LAYERS", "MODELS"]

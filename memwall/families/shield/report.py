@@ -20,12 +20,11 @@ import numpy as np
 
 from memwall import paths
 from memwall.config import load_config
+from memwall.families.shield import controller_cost
+from memwall.families.shield.controller_cost import LAYERS
+from memwall.families.shield.workloads import LAYER_LOOP, layer_loop_trace
 from memwall.golden import shield as s
 from memwall.golden.shield_trace import Step, Trace, load_trace
-
-from . import controller_cost
-from .controller_cost import LAYERS
-from .workloads import LAYER_LOOP, layer_loop_trace
 
 __all__ = ["build_report", "main"]
 
