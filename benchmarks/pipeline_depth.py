@@ -11,7 +11,7 @@ model gives the Table II step on the paper's VLENs at that depth. Writes
 
 fmax is ``1 / (period - WNS)`` at the config's clock on that PDK (first order: the netlists
 are synthesised for that clock). Cycles per bound is the cycle model's step over the HBM
-bound (``memwall.families.dplena.model``), so the plot shows what each stage of latency costs
+bound (``memwall.golden.dplena.model``), so the plot shows what each stage of latency costs
 the sampling step beside what it buys in clock.
 """
 
@@ -27,11 +27,11 @@ import yaml
 
 from memwall import paths
 from memwall.config import load_config
+from memwall.families.dplena.config import max_fp_stages
 from memwall.families.dplena.report import PAPER_MS, TABLE_II, _run
 from memwall.files import write_json_atomic, write_text_atomic
 from memwall.flows.flow import BUILD_ROOT, run_flow
 from memwall.flows.report import fmax_mhz, markdown_table
-from memwall.hdl.dplena.stages import max_fp_stages
 
 REPO = paths.REPO
 OUT = REPO / "reports" / "dplena"

@@ -22,10 +22,18 @@ from memwall.inputs import InputError, check_keys, load_yaml, shown
 __all__ = [
     "ConfigError", "CONFIG_DIR", "UnitConfig", "unit_names", "available_configs",
     "load_config", "config_from_dict", "field", "power_of_two", "int_range", "number_range",
-    "one_of", "pdk_clocks", "frozen_pairs",
+    "one_of", "pdk_clocks", "frozen_pairs", "ceil_log2",
 ]
 
 CONFIG_DIR = paths.CONFIGS
+
+
+def ceil_log2(n: int) -> int:
+    """Bits to count ``n`` things: log2 of the smallest power of two >= ``n`` (0 for 0 and 1),
+    as ``amaranth.utils.ceil_log2``, for the specs, which import no Amaranth."""
+    if n < 0:
+        raise ValueError(f"{n} is negative")
+    return (n - 1).bit_length() if n else 0
 
 
 class ConfigError(InputError):

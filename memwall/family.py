@@ -2,10 +2,12 @@
 finds families instead of naming them.
 
 A family is a package ``memwall.families.<name>`` whose ``FAMILY`` is a :class:`Family`. Its
-hardware, golden model and testbenches stay in ``hdl/<name>/``, ``golden/`` and ``verif/<name>/``;
-the description points at them. Discovery walks the ``memwall.families`` package (and the
-folders of ``MEMWALL_FAMILY_PATH``, see :mod:`memwall.families`), as Glasgow finds its applets,
-so a new family is new files only.
+spec (``config.py``, the config class its hardware, golden models and testbenches all read) sits
+beside the description; its hardware, golden models and testbenches are in ``hdl/<name>/``,
+``golden/<name>/`` and ``verif/<name>/``, and the description names them with :func:`lazy`, so
+importing a family (as its hardware does, for its spec) imports nothing else. Discovery walks the
+``memwall.families`` package (and the folders of ``MEMWALL_FAMILY_PATH``, see
+:mod:`memwall.families`), as Glasgow finds its applets, so a new family is new files only.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["Family", "Command", "PowerWorkload", "FamilyError", "families", "family",
-           "extend_family_path", "COMMAND_VERBS", "FAMILY_PATH_ENV"]
+           "extend_family_path", "lazy", "COMMAND_VERBS", "FAMILY_PATH_ENV"]
 
 #: Extra folders of family packages, ``os.pathsep``-separated.
 FAMILY_PATH_ENV = "MEMWALL_FAMILY_PATH"
@@ -35,6 +37,38 @@ COMMAND_VERBS = {
 
 class FamilyError(RuntimeError):
     """A family package that does not describe itself completely."""
+
+
+class _Lazy:
+    """A function named ``"module:attribute"``, imported on its first call."""
+
+    def __init__(self, target: str):
+        module, sep, attribute = target.partition(":")
+        if not sep or not module or not attribute.isidentifier():
+            raise FamilyError(f"lazy({target!r}): name a function as 'package.module:function'")
+        self.target, self._module, self._attribute = target, module, attribute
+        self._function: Callable | None = None
+
+    def resolve(self) -> Callable:
+        if self._function is None:
+            self._function = getattr(importlib.import_module(self._module), self._attribute)
+        return self._function
+
+    def __call__(self, *args, **kwargs):
+        return self.resolve()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"lazy({self.target!r})"
+
+
+def lazy(target: str) -> Callable:
+    """``"package.module:function"`` as a function that imports its module when first called.
+
+    A family's description names its generator, golden models, power workloads, properties
+    and reports this way: the hardware imports the family's spec, which imports the family
+    package, so the package must not import the hardware back.
+    """
+    return _Lazy(target)
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,7 @@ MUTATION_ROOT = REPO_ROOT / "build" / "mutate"
 REPORT_JSON = REPO_ROOT / "reports" / "mutation.json"
 REPORT_MD = REPO_ROOT / "reports" / "mutation.md"
 #: Reasons for known survivors: ``{module: {mutation: one-line reason}}``.
-NOTES = paths.layer_folder("verif") / "mutation_notes.yaml"
+NOTES = paths.layer_folder("verif") / "common" / "mutation_notes.yaml"
 #: Yosys' sampling seed and the cocotb seed of every run (reproducible scores).
 SEED = 1
 #: Each test of a mutant may take this many times its measured time, plus the slack (a hang

@@ -12,7 +12,7 @@ import pytest
 
 from memwall.cli import main
 from memwall.config import available_configs, load_config
-from memwall.golden import dplena as golden
+from memwall.golden.dplena import sampling as golden
 
 MASK_ID = 126336          # LLaDA's mask token, outside the vocabulary used here
 B, L, V = 2, 8, 50        # L = block_len of dplena32

@@ -12,8 +12,7 @@ import pytest
 
 from memwall.cli import main
 from memwall.config import load_config
-from memwall.golden import bch
-from memwall.golden import kvnand_pe as pe
+from memwall.golden.kvnand import bch, pe
 
 SMALL = "kvnand_small"
 

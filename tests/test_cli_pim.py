@@ -11,7 +11,8 @@ import pytest
 
 from memwall.cli import main
 from memwall.config import load_config
-from memwall.golden import pim, pim_schedule
+from memwall.golden.pim import macro as pim
+from memwall.golden.pim import schedule as pim_schedule
 
 
 def _operands(cfg, m=3, k=20, n=10, seed=4):

@@ -11,8 +11,9 @@ import pytest
 
 from memwall.cli import main
 from memwall.config import load_config
-from memwall.golden import rdxe, rdxe_model
-from memwall.golden.rdxe_cycles import NR_LATENCY
+from memwall.golden.rdxe import datapath as rdxe
+from memwall.golden.rdxe import model as rdxe_model
+from memwall.golden.rdxe.cycles import NR_LATENCY
 from memwall.hdl.common.fixed import NewtonRaphson
 
 

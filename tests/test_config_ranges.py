@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from memwall.config import ConfigError, available_configs, config_from_dict, load_config
-from memwall.hdl.dplena.config import DplenaConfig
-from memwall.hdl.shield.config import MAX_ROWS, ShieldConfig
+from memwall.families.dplena.config import DplenaConfig
+from memwall.families.shield.config import MAX_ROWS, ShieldConfig
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from memwall.config import load_config
-from memwall.families.dplena import power_workloads, sim_config
+from memwall.families.dplena.workloads import power_workloads, sim_config
 from memwall.flows import activity, workload
 from memwall.hdl.dplena.core import TOP_NAME, DplenaCore
 

@@ -8,7 +8,7 @@ A figure in the README or reports/ is either written by a command or checked her
   Fig. 5, SHIELD fault injection) taken from the committed json and spot-checked on their
   cheap points, and require the committed README and json to be what it writes. The
   generators' prose has typed numbers too; those are checked against the data.
-* README.md quotes the exp / 1/x accuracy of ``python -m memwall.golden.transcendental``
+* README.md quotes the exp / 1/x accuracy of ``python -m memwall.golden.common.transcendental``
   (re-measured here over all 65,536 inputs), the generation times of ``make bench``
   (``benchmarks/gen_time.json``; wall-clock, so quoted, not re-measured) and Table II of
   ``reports/dplena/``.
@@ -37,8 +37,7 @@ from memwall import paths
 from memwall.config import load_config
 from memwall.families.dplena import report as dplena_report
 from memwall.families.shield import report as shield_report
-from memwall.golden import shield as s
-from memwall.golden.transcendental import (
+from memwall.golden.common.transcendental import (
     bf16_exp,
     bf16_recip,
     exp_reference,
@@ -46,6 +45,7 @@ from memwall.golden.transcendental import (
     nearest_bf16,
     recip_reference,
 )
+from memwall.golden.shield import refresh as s
 
 ROOT = paths.REPO
 README = (ROOT / "README.md").read_text()
@@ -101,8 +101,8 @@ def test_readme_exp_and_recip_accuracy():
 
 def test_docstrings_quote_the_measured_accuracy():
     """The same figures in the golden and RTL docstrings (printed by ``python -m
-    memwall.golden.transcendental``)."""
-    from memwall.golden import transcendental as golden
+    memwall.golden.common.transcendental``)."""
+    from memwall.golden.common import transcendental as golden
     from memwall.hdl.common import transcendental as rtl
 
     exp, recip = measure(bf16_exp, exp_reference), measure(bf16_recip, recip_reference)
@@ -327,7 +327,7 @@ def test_shield_report_prose(shield_results):
 # --- README: SHIELD section ---------------------------------------------------------------------
 
 def test_readme_shield_intervals_and_format_split():
-    from memwall.hdl.shield.config import ShieldConfig
+    from memwall.families.shield.config import ShieldConfig
 
     cfg = load_config("shield_2mb")
     m = _find(r"\(T_std = (\d+) µs\).*?\(T_rel = (\d+) µs\)")

@@ -1,5 +1,5 @@
 # amaranth: UnusedElaboratable=no
-"""Fixed-point RTL blocks (hdl/common/fixed.py) bit-exact with golden/fixedpoint.py.
+"""Fixed-point RTL blocks (hdl/common/fixed.py) bit-exact with golden/common/fixedpoint.py.
 
 ``Exp2Float`` over every input; ``RcApply`` on random operands plus the corners (both
 saturation widths, shift 0 and 63, the most negative accumulator, zero mantissa);
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from memwall.golden import fixedpoint as fx
+from memwall.golden.common import fixedpoint as fx
 from memwall.hdl.common.fixed import Exp2Float, NewtonRaphson, RcApply
 
 

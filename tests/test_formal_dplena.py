@@ -15,6 +15,7 @@ from amaranth.lib.wiring import In, Out
 
 import memwall.hdl.dplena.sequencer as sequencer_module
 from memwall.config import load_config
+from memwall.families.dplena.config import DplenaConfig
 from memwall.families.dplena.properties import properties
 from memwall.families.dplena.properties_sequencer import sequencer_property
 from memwall.families.dplena.properties_units import (
@@ -23,9 +24,8 @@ from memwall.families.dplena.properties_units import (
     ReductionTreeHarness,
 )
 from memwall.formal import Property, run_property, stream_protocol
+from memwall.golden.dplena.isa import RED_FIRST, RED_LAST, Instr, Op, encode
 from memwall.hdl.common.lanes import LaneArray, LockstepControl
-from memwall.hdl.dplena.config import DplenaConfig
-from memwall.hdl.dplena.isa import RED_FIRST, RED_LAST, Instr, Op, encode
 from memwall.hdl.dplena.select import SelectLane
 
 CFG = load_config("dplena32")

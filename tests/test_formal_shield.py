@@ -13,9 +13,9 @@ import pytest
 
 from memwall.config import load_config
 from memwall.families.shield import properties as shield_props
+from memwall.families.shield.config import ShieldConfig
 from memwall.families.shield.properties import retention_property
 from memwall.formal import config_properties, run_property
-from memwall.hdl.shield.config import ShieldConfig
 
 #: 3 standard rows (row 1 holds KV words 4, 5 and QO words 0, 1), 2 relaxed rows;
 #: T_std = 7 cycles (slots 0, 2, 4), T_rel = 9 (slots 0, 4).

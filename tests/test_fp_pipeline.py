@@ -40,9 +40,9 @@ from test_fparith import (  # noqa: I001
 )
 
 from memwall import paths
-from memwall.golden.formats import BF16, FP32
-from memwall.golden.fparith import fp32_to_bf16, fp_add, fp_mul, fp_sub
-from memwall.golden.transcendental import bf16_exp, bf16_recip
+from memwall.golden.common.formats import BF16, FP32
+from memwall.golden.common.fparith import fp32_to_bf16, fp_add, fp_mul, fp_sub
+from memwall.golden.common.transcendental import bf16_exp, bf16_recip
 from memwall.hdl.common.fp import Fp32ToBf16, FpAdd, FpMul
 from memwall.hdl.common.lanes import LockstepControl
 from memwall.hdl.common.netlist import module_key
@@ -525,3 +525,15 @@ def test_pipelined_cxxrtl_bulk(tmp_path):
                          capture_output=True, text=True)
     print(res.stdout.strip(), f"\n({time.perf_counter() - start:.1f} s)")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+
+
+def test_the_dplena_spec_states_each_blocks_deepest_depth():
+    """The d-PLENA spec imports no hardware, so it states each block's deepest depth; here it is
+    checked against the blocks' own ``DEPTHS`` tables."""
+    from memwall.families.dplena.config import BLOCK_MAX_STAGES
+
+    assert BLOCK_MAX_STAGES == {
+        "add_bf16": max(FpAdd.DEPTHS["bf16"]), "mul_bf16": max(FpMul.DEPTHS["bf16"]),
+        "exp": max(Bf16Exp.DEPTHS), "recip": max(Bf16Recip.DEPTHS),
+        "to_bf16": max(Fp32ToBf16.DEPTHS),
+        "add_fp32": max(FpAdd.DEPTHS["fp32"]), "mul_fp32": max(FpMul.DEPTHS["fp32"])}

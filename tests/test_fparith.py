@@ -26,8 +26,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from memwall.golden.formats import BF16, FP32, FloatFormat, bf16_bits
-from memwall.golden.fparith import (
+from memwall.golden.common.formats import BF16, FP32, FloatFormat, bf16_bits
+from memwall.golden.common.fparith import (
     BF16_NAN_KEY,
     bf16_key,
     bf16_to_fp32,

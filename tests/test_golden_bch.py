@@ -1,4 +1,4 @@
-"""The BCH(9088, 8192, t=64) golden model (:mod:`memwall.golden.bch`) against galois's
+"""The BCH(9088, 8192, t=64) golden model (:mod:`memwall.golden.kvnand.bch`) against galois's
 BCH(16383, 15487) (an independent implementation), and on its own: linearity, syndromes,
 the parallel-LFSR matrices the RTL is built from, the cached generator, input checks, and
 decoding up to (and past) t errors."""
@@ -11,7 +11,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from memwall.golden import bch, bch_generator
+from memwall.golden.kvnand import bch, bch_generator
 
 
 @functools.cache

@@ -5,17 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memwall.golden import dplena as d
-from memwall.golden.formats import BF16, round_to_bf16
-from memwall.golden.fparith import bf16_key
-from memwall.golden.mxfp8 import dequantize, quantize
-from memwall.golden.transcendental import (
+from memwall.golden.common.formats import BF16, round_to_bf16
+from memwall.golden.common.fparith import bf16_key
+from memwall.golden.common.transcendental import (
     bf16_exp,
     bf16_recip,
     exp_reference,
     measure,
     recip_reference,
 )
+from memwall.golden.dplena import sampling as d
+from memwall.golden.dplena.mxfp8 import dequantize, quantize
 
 MASK_ID = 126336  # LLaDA's mask token; >= every V used here, so argmax never predicts it
 

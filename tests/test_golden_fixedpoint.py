@@ -1,4 +1,4 @@
-"""Fixed-point blocks (golden/fixedpoint.py): exhaustive bounds against float64.
+"""Fixed-point blocks (golden/common/fixedpoint.py): exhaustive bounds against float64.
 
 The Newton–Raphson outputs depend on ``u`` only through its normalised 16-bit mantissa and its
 exponent, so both ends of every mantissa's interval of ``u`` cover all ``2**32 - 1`` inputs.
@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from memwall.golden import fixedpoint as fx
+from memwall.golden.common import fixedpoint as fx
 
 
 def _mantissa_intervals(even: bool):
@@ -92,6 +92,6 @@ def test_rounding_and_rc_helpers():
 
 
 def test_golden_imports_without_amaranth():
-    code = ("import sys, memwall.golden.fixedpoint, memwall.golden.rdxe; "
+    code = ("import sys, memwall.golden.common.fixedpoint, memwall.golden.rdxe.datapath; "
             "assert 'amaranth' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,4 +1,4 @@
-"""The KVNAND KV write-combine buffer's golden model (golden/kvnand_kvbuf.py) on hand-worked
+"""The KVNAND KV write-combine buffer's golden model (golden/kvnand/kvbuf.py) on hand-worked
 sessions, its eviction policies, and the pages a stream's read touches (page mapping against
 naive order, checked by a brute-force scan of the programmed bytes)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memwall.golden import kvnand_kvbuf as kb
+from memwall.golden.kvnand import kvbuf as kb
 
 A, B, C = 0, 1, 2
 FF = kb.ERASED

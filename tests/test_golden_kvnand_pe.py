@@ -1,14 +1,14 @@
 """The KVNAND PE's golden model against float64, its exact steps, and the page balance the
-paper sizes the PE by (golden/kvnand_pe.py)."""
+paper sizes the PE by (golden/kvnand/pe.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from memwall.golden import kvnand_pe as pe
-from memwall.golden.formats import FP32
-from memwall.golden.fparith import fp_mul
+from memwall.golden.common.formats import FP32
+from memwall.golden.common.fparith import fp_mul
+from memwall.golden.kvnand import pe
 
 U = 2.0 ** -24          # FP32 unit roundoff
 

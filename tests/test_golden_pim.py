@@ -1,4 +1,4 @@
-"""Golden model of the eDRAM PIM family (:mod:`memwall.golden.pim`): the event simulator's C
+"""Golden model of the eDRAM PIM family (:mod:`memwall.golden.pim.macro`): the event simulator's C
 against A @ B through the PU arithmetic, its event counts against the contract's identities,
 its refresh walk against an independent cycle-by-cycle check, and the mapping against loop
 implementations written from the contract's text."""
@@ -9,9 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from memwall.golden import pim
-from memwall.golden.pim import PU_LATENCY, OperandError, Schedule
-from memwall.hdl.pim.config import ORDERS, PimConfig
+from memwall.families.pim.config import ORDERS, PimConfig
+from memwall.golden.pim import macro as pim
+from memwall.golden.pim.macro import PU_LATENCY, OperandError, Schedule
 
 #: configs/pim_small.yaml's values (load_config needs every family importable; this does not).
 SMALL = dict(rows=16, cols=16, subarrays=2, banks=1, processing="bit_parallel",
@@ -409,6 +409,6 @@ def test_energy_breakdown():
 
 
 def test_imports_without_amaranth_or_cocotb():
-    code = ("import sys, memwall.golden.pim; "
+    code = ("import sys, memwall.golden.pim.macro; "
             "assert not {'amaranth', 'cocotb'} & {m.split('.')[0] for m in sys.modules}")
     subprocess.run([sys.executable, "-c", code], check=True)

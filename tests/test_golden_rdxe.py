@@ -1,5 +1,5 @@
 """rDXE golden model: accuracy of the fused (VRC) and sequential paths against float64 (the
-study of memwall/families/rdxe/accuracy.py), the float references, GQA, the RC, the KV
+study of golden/rdxe/accuracy.py), the float references, GQA, the RC, the KV
 layouts."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memwall.golden import fixedpoint as fx
-from memwall.golden import rdxe
+from memwall.golden.common import fixedpoint as fx
+from memwall.golden.rdxe import datapath as rdxe
 
 
 @pytest.fixture(scope="module")
 def accuracy():
-    from memwall.families.rdxe.accuracy import study
+    from memwall.golden.rdxe.accuracy import study
 
     return study()
 
@@ -81,7 +81,7 @@ def test_peak_ops():
 
 @pytest.mark.parametrize("layout", ["iwur", "baseline"])
 def test_kv_layouts_place_every_byte_once(layout):
-    from memwall.golden import rdxe_layout
+    from memwall.golden.rdxe import layout as rdxe_layout
 
     vacs, lanes, max_tokens, dh = 4, 4, 16, 16
     rng = np.random.default_rng(6)

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from memwall.config import load_config
-from memwall.golden import shield as s
-from memwall.golden.formats import BF16, round_to_bf16
-from memwall.golden.shield_trace import Step, Trace, load_trace
-from memwall.hdl.shield.config import DEFAULT_RETENTION, ShieldConfig
+from memwall.families.shield.config import DEFAULT_RETENTION, ShieldConfig
+from memwall.golden.common.formats import BF16, round_to_bf16
+from memwall.golden.shield import refresh as s
+from memwall.golden.shield.trace import Step, Trace, load_trace
 
 CFG_2MB = load_config("shield_2mb")
 
@@ -50,7 +50,7 @@ def test_kv_only_policy():
 
 
 # The paper's own numbers (SHIELD Sec. III-B, IV-A/B), typed here and not read from a config,
-# so the checks below are independent of configs/shield_2mb.yaml and of golden/shield.py.
+# so the checks below are independent of configs/shield_2mb.yaml and of golden/shield/refresh.py.
 PAPER_HI, PAPER_LO = 9, 7            # BF16: sign + 8 exponent bits | 7 mantissa bits (Eq. 6-8)
 PAPER_T_STD, PAPER_T_REL = 45.0, 1216.0   # µs (Eq. 4, Eq. 7)
 PAPER_P_LEAK = 0.95                  # mW, 2 MB eDRAM array (DESTINY, Sec. IV-A)

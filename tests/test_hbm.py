@@ -1,16 +1,17 @@
-"""HBM beat layout of a prefetch (golden/hbm.py): layout, beat counts, round trip, bad input."""
+"""HBM beat layout of a prefetch (golden/dplena/hbm.py): layout, beat counts, round trip, bad
+input."""
 
 import numpy as np
 import pytest
 
-from memwall.golden.hbm import (
+from memwall.golden.dplena.hbm import (
     MX_GROUP_BEATS,
     beats_to_words,
     num_beats,
     prefetch_beats_bf16,
     prefetch_beats_mx,
 )
-from memwall.golden.mxfp8 import num_blocks
+from memwall.golden.dplena.mxfp8 import num_blocks
 
 WIDTHS = (32, 64, 128)
 

@@ -1,4 +1,4 @@
-"""KVNAND design-space model (golden/kvnand_model.py): capacity, monotonicity, the page pipeline's
+"""KVNAND design-space model (golden/kvnand/model.py): capacity, monotonicity, the page pipeline's
 balance, page counts against a brute-force layout, the cost arithmetic, the paper's targets."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from itertools import pairwise
 
 import pytest
 
-from memwall.golden import kvnand_model as km
-from memwall.golden.kvnand_systems import (
+from memwall.golden.kvnand import model as km
+from memwall.golden.kvnand.systems import (
     BUFFER_READINGS,
     DRAM_READINGS,
     MODELS,
@@ -86,9 +86,9 @@ def test_more_g2_dies_never_slow_attention(mode, model, fmt):
 
 def test_page_balance_identity():
     """§IV-C's balance, with the PE's cycle count (MACs / FMACs plus its pipeline latency,
-    golden/kvnand_pe.py, the RTL's count): a 4 KB BF16 page on 2 FMACs at 400 MHz within tR,
+    golden/kvnand/pe.py, the RTL's count): a 4 KB BF16 page on 2 FMACs at 400 MHz within tR,
     and a K page shared by 8 query heads on 16."""
-    from memwall.golden import kvnand_pe
+    from memwall.golden.kvnand import pe as kvnand_pe
 
     p2 = Params(fmacs_per_plane=2)
     lat = kvnand_pe.latency(2, p2.pe_mul_stages, False, "gemv")

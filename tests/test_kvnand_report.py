@@ -10,10 +10,10 @@ from dataclasses import asdict
 import pytest
 
 from memwall import paths
-from memwall.families.kvnand import dse as kvnand_dse
 from memwall.families.kvnand import report as kvnand_report
-from memwall.golden import kvnand_model
-from memwall.golden.kvnand_systems import BUFFER_READINGS, Params, kvnand_c, kvnand_d
+from memwall.golden.kvnand import dse as kvnand_dse
+from memwall.golden.kvnand import model as kvnand_model
+from memwall.golden.kvnand.systems import BUFFER_READINGS, Params, kvnand_c, kvnand_d
 from memwall.sweep import LocalProcesses
 
 ROOT = paths.REPO

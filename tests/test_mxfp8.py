@@ -6,8 +6,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from memwall.golden.formats import BF16, bf16_values
-from memwall.golden.mxfp8 import BLOCK, dequantize, num_blocks, quantize
+from memwall.golden.common.formats import BF16, bf16_values
+from memwall.golden.dplena.mxfp8 import BLOCK, dequantize, num_blocks, quantize
 
 E4M3 = ml_dtypes.float8_e4m3fn
 E8M0 = ml_dtypes.float8_e8m0fnu

@@ -1,4 +1,4 @@
-"""The PIM scheduler (:mod:`memwall.golden.pim_schedule`): its closed-form counts equal the event
+"""The PIM scheduler (:mod:`memwall.golden.pim.schedule`): its closed-form counts equal the event
 simulator's counter for counter, and its pruned search equals an exhaustive search over the
 event simulator on small spaces (the proof of optimality the issue asks for)."""
 
@@ -7,10 +7,10 @@ import itertools
 import numpy as np
 import pytest
 
-from memwall.golden import pim
-from memwall.golden import pim_schedule as ps
-from memwall.golden.pim import Schedule
-from memwall.hdl.pim.config import ORDERS
+from memwall.families.pim.config import ORDERS
+from memwall.golden.pim import macro as pim
+from memwall.golden.pim import schedule as ps
+from memwall.golden.pim.macro import Schedule
 from tests.test_golden_pim import PAIRS, config, operand
 
 

@@ -20,8 +20,8 @@ from memwall.families.shield.workloads import (
     power_scale,
     power_workloads,
 )
-from memwall.golden import shield as s
-from memwall.golden.shield_trace import load_trace
+from memwall.golden.shield import refresh as s
+from memwall.golden.shield.trace import load_trace
 from memwall.hdl.common.netlist import Design
 from memwall.hdl.shield.controller import TOP_NAME, build_top, one_hot
 

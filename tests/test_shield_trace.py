@@ -3,7 +3,7 @@
 import pytest
 
 from memwall.config import load_config
-from memwall.golden.shield_trace import CLASSES, TraceError, load_trace, parse_trace
+from memwall.golden.shield.trace import CLASSES, TraceError, load_trace, parse_trace
 
 CFG = load_config("shield_small")
 TRACE = "configs/traces/shield_small.yaml"

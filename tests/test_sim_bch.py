@@ -1,5 +1,5 @@
 """The KVNAND BCH encoder on its generated Verilog (cocotb, Icarus): codeword streams against
-:func:`memwall.golden.bch.encode`, without stalls (one word per cycle) and with random stalls
+:func:`memwall.golden.kvnand.bch.encode`, without stalls (one word per cycle) and with random stalls
 on both streams (:mod:`memwall.verif.kvnand.tb_bch`)."""
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Each case runs the generated ``dplena_core`` (program from the generator, logits through the
 HBM port and the dequantiser) and checks ``x``, ``x0``, the confidence bits and ``transfer``
-against :func:`memwall.golden.dplena.sample_step_hw` bit for bit, and the cycle count against
-the cycle model (:mod:`memwall.families.dplena.model`): equal, cycle for cycle, when nothing
+against :func:`memwall.golden.dplena.sampling.sample_step_hw` bit for bit, and the cycle count
+against the cycle model (:mod:`memwall.golden.dplena.model`): equal, cycle for cycle, when nothing
 stalls; with random HBM gaps and output back-pressure the RTL takes at least as long.
 """
 
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from memwall.config import load_config
-from memwall.families.dplena.model import estimate
-from memwall.golden import dplena as golden
-from memwall.hdl.dplena.program import Workload
+from memwall.golden.dplena import sampling as golden
+from memwall.golden.dplena.model import estimate
+from memwall.golden.dplena.program import Workload
 from memwall.verif.dplena.core_run import run_core
 
 # Every test here runs the core in cocotb.

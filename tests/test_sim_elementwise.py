@@ -1,8 +1,8 @@
 import pytest
 
 from memwall.config import load_config
+from memwall.families.dplena.config import FpStages
 from memwall.hdl.dplena.elementwise import ElementwiseUnit, ScalarFpUnit
-from memwall.hdl.dplena.stages import FpStages
 from memwall.verif.common.runner import simulate
 
 pytestmark = pytest.mark.sim   # every test here runs a cocotb simulation

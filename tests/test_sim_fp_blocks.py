@@ -18,7 +18,7 @@ import pytest
 from test_fp_pipeline import BLOCKS, _rng, _vectors  # noqa: I001
 
 from memwall.config import load_config
-from memwall.golden.formats import BF16, FP32
+from memwall.golden.common.formats import BF16, FP32
 from memwall.verif.common.fp_harness import StreamedFpBlock
 from memwall.verif.common.runner import simulate
 from memwall.verif.dplena.stimulus import fp32_sticky_ties

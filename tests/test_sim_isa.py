@@ -4,7 +4,7 @@ The sampling-step tests (``tests/test_sim_core.py``) run the one program the gen
 each case here runs a random program that fills dplena32's instruction memory with every
 instruction of the ISA, random registers and operands, branches and loops
 (:mod:`memwall.verif.dplena.random_program`), and checks the output FIFO word for word and the
-cycle count exactly against :func:`memwall.families.dplena.interpreter.run_program` (two of the
+cycle count exactly against :func:`memwall.golden.dplena.interpreter.run_program` (two of the
 programs with HBM gaps and output back-pressure: the same words, no fewer cycles). The
 interpreter itself is checked against the cycle model and the sampling step's golden model
 below, so a disagreement here points at the RTL. A restart keeps the state, and an undefined
@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from memwall.config import load_config
-from memwall.families.dplena.interpreter import run_program, stream_beats
-from memwall.families.dplena.model import estimate
-from memwall.golden import dplena as golden
-from memwall.hdl.dplena.isa import FIELDS, Op, encode
-from memwall.hdl.dplena.program import Workload, generate
+from memwall.golden.dplena import sampling as golden
+from memwall.golden.dplena.interpreter import run_program, stream_beats
+from memwall.golden.dplena.isa import FIELDS, Op, encode
+from memwall.golden.dplena.model import estimate
+from memwall.golden.dplena.program import Workload, generate
 from memwall.verif.dplena.core_run import hbm_beats, run_words, step_prefetches
 from memwall.verif.dplena.random_program import (
     lane_readback,

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from memwall.hdl.kvnand.config import KvnandConfig
+from memwall.families.kvnand.config import KvnandConfig
 from memwall.hdl.kvnand.pe import Pe
 from memwall.verif.common.runner import simulate
 
@@ -35,7 +35,7 @@ def test_page_balance_on_the_rtl(tmp_path, n_fmac, heads):
     """§IV-C's balance on the RTL, at the paper's 4 KB BF16 page and 400 MHz: a GEMV page on
     2 FMACs, and LOGIT and ATTEND pages shared by 8 query heads on 16 FMACs, each within tR
     (4 us), with cycles equal to the golden count."""
-    from memwall.golden.kvnand_systems import Params
+    from memwall.golden.kvnand.systems import Params
 
     cfg = KvnandConfig(n_fmac=n_fmac, fmt="bf16", page_bytes=4096, max_heads=heads, max_d=128,
                        vec_words=256)

@@ -1,5 +1,5 @@
 """eDRAM PIM: cocotb regression of pim_core with the behavioural 2T eDRAM macro, against the
-golden event simulator (:mod:`memwall.golden.pim`).
+golden event simulator (:mod:`memwall.golden.pim.macro`).
 
 Seven hardware variants cover every weight and input precision from 2 to 8 bits, the four
 signedness pairs and the four processing x operation pairs; each runs GEMMs with edge tiles
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from memwall.config import config_from_dict, load_config
-from memwall.golden.pim import Schedule, fits
-from memwall.hdl.pim.config import ORDERS
+from memwall.families.pim.config import ORDERS
+from memwall.golden.pim.macro import Schedule, fits
 from memwall.hdl.pim.core import TOP_NAME, PimCore
 from memwall.verif.common.runner import simulate
 from memwall.verif.pim.run import TB, gemm_params

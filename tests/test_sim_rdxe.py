@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from memwall.hdl.rdxe.config import RdxeConfig
+from memwall.families.rdxe.config import RdxeConfig
 from memwall.hdl.rdxe.core import TOP_NAME, RdxeGroup
 from memwall.verif.common.runner import simulate
 
@@ -31,7 +31,7 @@ def test_group_session(tmp_path, stall):
 def test_gqa_group_stores_one_kv_cache():
     """Only tile 0's VACs have KV memories; the others read them over VLINK, so a group of g
     query heads holds 1/g of the KV bytes that g tiles of multi-head attention would."""
-    from memwall.golden.rdxe_layout import kv_bytes_used
+    from memwall.golden.rdxe.layout import kv_bytes_used
     from memwall.hdl.common.netlist import Design
 
     design = Design()

@@ -9,8 +9,8 @@ from amaranth.hdl import UnusedElaboratable
 
 from memwall import paths
 from memwall.config import config_from_dict, load_config
-from memwall.golden.shield import expected_refresh_counts
-from memwall.golden.shield_trace import load_trace
+from memwall.golden.shield.refresh import expected_refresh_counts
+from memwall.golden.shield.trace import load_trace
 from memwall.hdl.common.netlist import Design
 from memwall.hdl.shield.controller import (
     REFRESHED_BANKS,

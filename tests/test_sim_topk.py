@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from amaranth.hdl import UnusedElaboratable
 
-from memwall.golden.dplena import topk_mask
-from memwall.golden.fparith import bf16_key
+from memwall.golden.common.fparith import bf16_key
+from memwall.golden.dplena.sampling import topk_mask
 from memwall.hdl.dplena.topk import TopkMaskUnit
 from memwall.verif.common.runner import simulate
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from memwall.golden.formats import BF16, bf16_bits
-from memwall.golden.transcendental import (
+from memwall.golden.common.formats import BF16, bf16_bits
+from memwall.golden.common.transcendental import (
     EXP_PARAMS,
     bf16_exp,
     bf16_recip,
@@ -29,8 +29,8 @@ from memwall.hdl.common.transcendental import Bf16Exp, Bf16Recip
 ALL = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
 QNAN, INF, ONE = BF16.qnan_bits, BF16.inf_bits, 0x3F80
 
-# Figures measured exhaustively (`python -m memwall.golden.transcendental`) and written in the
-# golden docstrings; a change that loses accuracy fails here.
+# Figures measured exhaustively (`python -m memwall.golden.common.transcendental`) and written in
+# the golden docstrings; a change that loses accuracy fails here.
 EXP_MAX_ULP = 0.6035          # over inputs whose exact result is a normal BF16 number
 EXP_MIN_CORRECT = 65128       # of 65280 finite inputs correctly rounded (99.767 %)
 RECIP_MAX_ULP = 0.4980
@@ -194,7 +194,7 @@ def test_params_json_and_rebuild():
 
 
 def test_golden_imports_without_amaranth():
-    code = ("import sys, memwall.golden.transcendental as t, numpy as np; "
+    code = ("import sys, memwall.golden.common.transcendental as t, numpy as np; "
             "t.bf16_exp(np.zeros(1, np.uint16)); assert 'amaranth' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -1,5 +1,5 @@
-"""Fixed-point blocks, bit-exact with :mod:`memwall.golden.fixedpoint`: the RC factor applied to
-an accumulator (RCU + PPU), ``2**x`` as a 7-bit float, and a Newton–Raphson unit for ``1/u``
+"""Fixed-point blocks, bit-exact with :mod:`memwall.golden.common.fixedpoint`: the RC factor applied
+to an accumulator (RCU + PPU), ``2**x`` as a 7-bit float, and a Newton–Raphson unit for ``1/u``
 and ``1/sqrt(u)`` that folds a static factor into its result.
 
 The Newton–Raphson unit is iterative: one 32 x 32 multiplier serves every product of the
@@ -14,7 +14,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from memwall.golden import fixedpoint as fx
+from memwall.golden.common import fixedpoint as fx
 from memwall.hdl.common.netlist import unique_submodule
 from memwall.hdl.common.pipeline import Stages, depth_cuts, with_stages
 

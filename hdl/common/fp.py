@@ -1,8 +1,8 @@
 """Floating-point arithmetic: add/sub, multiply, FP32 -> BF16, BF16 compare key.
 
-Bit-exact with :mod:`memwall.golden.fparith`: IEEE-754 round to nearest, ties to even, subnormal
-inputs and outputs, overflow to a signed infinity, IEEE signs of exact zeros, and one canonical
-quiet NaN output (``fmt.qnan_bits``: sign 0, exponent all ones, fraction MSB set).
+Bit-exact with :mod:`memwall.golden.common.fparith`: IEEE-754 round to nearest, ties to even,
+subnormal inputs and outputs, overflow to a signed infinity, IEEE signs of exact zeros, and one
+canonical quiet NaN output (``fmt.qnan_bits``: sign 0, exponent all ones, fraction MSB set).
 
 These blocks are instantiated once per vector lane, so they are written lean: one magnitude
 swap, one alignment shifter with a sticky OR, one adder, a log-depth leading-zero counter, one
@@ -29,7 +29,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, ceil_log2
 
-from memwall.golden.formats import BF16, FP32, FloatFormat
+from memwall.golden.common.formats import BF16, FP32, FloatFormat
 from memwall.hdl.common.pipeline import Stages, depth_cuts, with_stages
 
 __all__ = ["FORMATS", "Fp32ToBf16", "FpAdd", "FpMul", "bf16_key"]

@@ -12,7 +12,7 @@ lane's control (valid data enters that stage), so an idle pipeline does not togg
 ``k`` stages has a latency of ``k`` cycles from its inputs to its output. A pipelined block
 expects registered inputs and a register close behind its output (its first and last stages
 are cut for that): d-PLENA's lanes register their operands in front of the block and their
-result behind it (``LockstepControl(latency=k + 2)``, :mod:`memwall.hdl.dplena.stages`).
+result behind it (``LockstepControl(latency=k + 2)``, :mod:`memwall.families.dplena.config`).
 """
 
 from __future__ import annotations

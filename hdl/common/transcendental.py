@@ -1,4 +1,4 @@
-"""BF16 ``exp(x)`` and ``1/x``, bit-exact with :mod:`memwall.golden.transcendental`.
+"""BF16 ``exp(x)`` and ``1/x``, bit-exact with :mod:`memwall.golden.common.transcendental`.
 
 One of each sits in every vector lane, so both are sized for area. ``Bf16Recip`` is a 128 x 9
 ROM, a 2-way input normaliser and a 2-position output denormaliser. ``Bf16Exp`` is a
@@ -22,8 +22,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from memwall.golden.formats import BF16
-from memwall.golden.transcendental import (
+from memwall.golden.common.formats import BF16
+from memwall.golden.common.transcendental import (
     EXP_E_HI,
     EXP_E_LO,
     LOG2E_CONST,
@@ -57,7 +57,7 @@ class Bf16Exp(wiring.Component):
     full figures. The output is monotonic in x. Results below 2**-126 flush to +0, and NaN
     gives ``0x7FC0``.
 
-    Widths (defaults, :data:`~memwall.golden.transcendental.EXP_PARAMS`), chosen as the knee
+    Widths (defaults, :data:`~memwall.golden.common.transcendental.EXP_PARAMS`), chosen as the knee
     of an exhaustive accuracy-vs-area sweep over all five widths:
 
     * log2(e) is a fixed 16-bit constant, ``23637 / 2**14``. It is as accurate as a 17-bit
@@ -88,7 +88,7 @@ class Bf16Exp(wiring.Component):
     Parameters
     ----------
     params : dict, optional
-        Datapath widths, keys as :data:`~memwall.golden.transcendental.EXP_PARAMS` (the
+        Datapath widths, keys as :data:`~memwall.golden.common.transcendental.EXP_PARAMS` (the
         default). They are validated, and ``ValueError`` names the bad key. A ``"stages"`` key
         (as in the ``params`` of a pipelined block) is taken as ``stages``.
     stages : int

@@ -6,7 +6,7 @@ instruction memory. It is a structural top (a
 Amaranth component), so no VLEN-wide vector passes through an Amaranth conversion:
 
 * :class:`~memwall.hdl.dplena.sequencer.Sequencer` -- decoder/sequencer (ISA in
-  :mod:`memwall.hdl.dplena.isa`): instruction memory, GP and FP register files, FP SRAM, INT
+  :mod:`memwall.golden.dplena.isa`): instruction memory, GP and FP register files, FP SRAM, INT
   SRAM, the token-ID output FIFO, the scalar FP unit, the top-k unit and the INT select lane.
   It drives the vector side only with addresses and commands; of a Vector SRAM row it sees
   lanes ``0..L-1`` (the L-element vectors of phases 3-4).
@@ -32,8 +32,8 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
+from memwall.families.dplena.config import DplenaConfig
 from memwall.hdl.common.structural import Concat, Constant, Netlist, Structural
-from memwall.hdl.dplena.config import DplenaConfig
 from memwall.hdl.dplena.dequant import Dequantiser
 from memwall.hdl.dplena.elementwise import ElementwiseUnit
 from memwall.hdl.dplena.reduction import ReductionUnit

@@ -1,13 +1,13 @@
 """MXFP8 -> BF16 dequantiser and Vector SRAM write engine of the d-PLENA sampling core.
 
-Logits stream from HBM in the beat layout of :mod:`memwall.golden.hbm` (``W`` = ``beat_bytes``
-bytes per beat): MXFP8 as a scale beat followed by up to 32 data beats per group of ``32 W``
-elements, or BF16 passthrough at ``W/2`` elements per beat. Every ``W`` elements become one
+Logits stream from HBM in the beat layout of :mod:`memwall.golden.dplena.hbm` (``W`` =
+``beat_bytes`` bytes per beat): MXFP8 as a scale beat followed by up to 32 data beats per group of
+``32 W`` elements, or BF16 passthrough at ``W/2`` elements per beat. Every ``W`` elements become one
 Vector SRAM write of ``W`` BF16 lanes: a (row, bank) granule of a ``vlen``-wide row split into
 ``vlen / W`` banks.
 
 * :class:`DequantLane` - one lane: ``y = BF16_RNE(E4M3 * 2**(S - 127))`` or the raw BF16,
-  bit-exact with :func:`memwall.golden.mxfp8.dequantize`, registered when ``load``.
+  bit-exact with :func:`memwall.golden.dplena.mxfp8.dequantize`, registered when ``load``.
 * :class:`DequantControl` - command, beat parsing, scale window, BF16 beat pairing, write
   addressing and backpressure.
 * :class:`Dequantiser` - one control plus ``W`` lanes, written as structural Verilog (a
@@ -24,7 +24,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from memwall.golden.formats import BF16
+from memwall.golden.common.formats import BF16
 from memwall.hdl.common.structural import Netlist, Structural
 
 __all__ = ["DequantLane", "DequantControl", "Dequantiser", "dequant_cmd_layout", "MX_BLOCK",

@@ -16,12 +16,12 @@ from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
+from memwall.families.dplena.config import FpStages
 from memwall.hdl.common.fp import Fp32ToBf16, FpAdd, FpMul
 from memwall.hdl.common.lanes import LaneArray, LockstepControl
 from memwall.hdl.common.netlist import unique_submodule
 from memwall.hdl.common.pipeline import delay
 from memwall.hdl.common.transcendental import Bf16Exp, Bf16Recip
-from memwall.hdl.dplena.stages import FpStages
 
 #: Every block combinational (the default of the lanes and units).
 COMBINATIONAL = FpStages()

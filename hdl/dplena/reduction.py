@@ -1,7 +1,7 @@
 """Vector reduction unit: MAX, SUM and MAX_IDX over VLEN lanes, accumulated across chunks.
 
 Paper: d-PLENA Fig. 3 "Reduction Unit", instructions V_RED_MAX, V_RED_SUM, V_RED_MAX_IDX.
-Bit-exact with :func:`memwall.golden.fparith.reduce_max_idx` / ``reduce_sum``.
+Bit-exact with :func:`memwall.golden.common.fparith.reduce_max_idx` / ``reduce_sum``.
 
 The tree is built by recursive halving: ``ReductionTree(n)`` is two ``ReductionTree(n/2)``, a
 count splitter and one :class:`ReductionNode`, so a VLEN-lane tree is log2(VLEN) unique modules
@@ -18,16 +18,15 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from memwall.families.dplena.config import tree_latency
 from memwall.hdl.common.fp import FpAdd, bf16_key
 from memwall.hdl.common.lanes import LockstepControl
 from memwall.hdl.common.netlist import unique_submodule
 from memwall.hdl.common.pipeline import delay, with_stages
 from memwall.hdl.common.structural import Netlist, Structural
-from memwall.hdl.dplena.stages import tree_latency
 
 __all__ = ["ReduceOp", "ReductionNode", "ReductionLeafPair", "CountSplit", "ReductionTree",
            "ReductionAccumulator", "ReductionUnit", "reduction_tree", "reduce_cmd_layout",
-           "sum_fold_cycles",
            "RESULT_LAYOUT", "BF16_NEG_INF"]
 
 BF16_NEG_INF = 0xFF80
@@ -253,7 +252,7 @@ class ReductionAccumulator(wiring.Component):
     vector goes to partial ``c mod P`` (the first chunk of a partial is stored, later ones are
     added), so the partial a chunk adds to is always ``P`` chunks, at least ``P`` cycles, old.
     After the last chunk the partials are folded in order, ``((p0 + p1) + p2) + ...``, one add
-    at a time, and the sum is emitted: :func:`memwall.golden.fparith.reduce_sum` with
+    at a time, and the sum is emitted: :func:`memwall.golden.common.fparith.reduce_sum` with
     ``partials=P``. With ``stages=0``, ``P = 1``: the running sum of the chunks in order, the
     add combinational. Exact timing: :func:`sum_fold_cycles`.
 
@@ -413,19 +412,6 @@ class _PartialSums:
             m.d.sync += nxt.eq(nxt + 1)
         with m.If(self.fold_done):
             m.d.sync += nxt.eq(0)
-
-
-def sum_fold_cycles(chunks: int, stages: int) -> int:
-    """Cycles from a SUM's last chunk entering the accumulator to its result register being
-    written (the result is valid the cycle after), for ``chunks`` chunks since its FIRST; 0
-    with ``stages = 0``. Mirrors :class:`ReductionAccumulator`: an add is in flight
-    ``stages + 1`` cycles (operand register, adder), and the next add on its partial may start
-    the cycle after it lands."""
-    if not stages:
-        return 0
-    step, partials = stages + 2, stages + 2
-    start = step if chunks > partials else 1
-    return start + (min(chunks, partials) - 1) * step
 
 
 class ReductionUnit(Structural, wiring.Component):

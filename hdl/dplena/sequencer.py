@@ -1,7 +1,7 @@
 """Decoder/sequencer of the d-PLENA sampling core, with its scalar memories and scalar units.
 
-The instruction word is :data:`~memwall.hdl.dplena.isa.INSTR_LAYOUT`; what each instruction does
-is the table in :mod:`memwall.hdl.dplena.isa`. Control is one ``m.FSM``:
+The instruction word is :data:`~memwall.golden.dplena.isa.INSTR_LAYOUT`; what each instruction does
+is the table in :mod:`memwall.golden.dplena.isa`. Control is one ``m.FSM``:
 
 * ``IDLE`` -- not running; the host may write the instruction memory and INT SRAM. ``start``
   reads address 0.
@@ -19,7 +19,7 @@ is the table in :mod:`memwall.hdl.dplena.isa`. Control is one ``m.FSM``:
 Instructions execute from an instruction register, and the memory reads the next instruction
 while one runs, so straight-line code runs one instruction a cycle; a start or a taken branch
 costs one FETCH cycle. Exact cycle costs:
-:mod:`memwall.families.dplena.model`.
+:mod:`memwall.golden.dplena.model`.
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, exact_log2
 
+from memwall.families.dplena.config import DplenaConfig
+from memwall.golden.dplena.isa import INSTR_LAYOUT, NUM_FP, NUM_GP, WORD_BITS, Op
 from memwall.hdl.common.fp import FpAdd, FpMul, bf16_key
 from memwall.hdl.common.netlist import unique_submodule
-from memwall.hdl.dplena.config import DplenaConfig
 from memwall.hdl.dplena.dequant import dequant_cmd_layout
 from memwall.hdl.dplena.elementwise import EW_CMD, EwOp, ScalarFpUnit, ScalarOp
-from memwall.hdl.dplena.isa import INSTR_LAYOUT, NUM_FP, NUM_GP, WORD_BITS, Op
 from memwall.hdl.dplena.reduction import RESULT_LAYOUT, ReduceOp, reduce_cmd_layout
 from memwall.hdl.dplena.select import MaskedSelectUnit
 from memwall.hdl.dplena.topk import TopkMaskUnit

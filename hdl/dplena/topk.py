@@ -1,7 +1,7 @@
 """V_TOPK_MASK: streaming insertion top-k over one vector of BF16 confidences (paper phase 3).
 
-Bit-exact with :func:`memwall.golden.dplena.topk_mask`: ``k_max`` sorted slots, one comparator
-per slot, elements shifted in one per cycle (O(k) area, O(L * k) comparisons).
+Bit-exact with :func:`memwall.golden.dplena.sampling.topk_mask`: ``k_max`` sorted slots, one
+comparator per slot, elements shifted in one per cycle (O(k) area, O(L * k) comparisons).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
-from memwall.golden.dplena import NEG_INF_BF16
+from memwall.golden.dplena.sampling import NEG_INF_BF16
 from memwall.hdl.common.fp import bf16_key
 
 __all__ = ["TopkMaskUnit"]

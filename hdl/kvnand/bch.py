@@ -1,10 +1,10 @@
 """The KVNAND logic die's BCH(9088, 8192, t=64) encoder: a p-bit-per-cycle systematic encoder
-(code, bit and word order: :mod:`memwall.golden.bch`).
+(code, bit and word order: :mod:`memwall.golden.kvnand.bch`).
 
 A codeword is 8192/p message words, passed through from ``i`` to ``o`` while the 896-bit
 remainder register takes one step of the parallel LFSR per word
-(:func:`~memwall.golden.bch.parallel_lfsr_matrices`), then 896/p parity words read from the top
-of the register, which shifts up by p per word and so ends every codeword at zero. ``i.ready``
+(:func:`~memwall.golden.kvnand.bch.parallel_lfsr_matrices`), then 896/p parity words read from the
+top of the register, which shifts up by p per word and so ends every codeword at zero. ``i.ready``
 is low while parity words are produced.
 
 Output goes through a two-word buffer whose ``ready`` depends on registers only, so there is no
@@ -23,7 +23,7 @@ from amaranth.hdl import Cat, Const, Module, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from memwall.golden import bch
+from memwall.golden.kvnand import bch
 
 __all__ = ["BchEncoder"]
 
@@ -34,7 +34,7 @@ class BchEncoder(wiring.Component):
     Parameters
     ----------
     p : int
-        Bits per word (one of :data:`memwall.golden.bch.WORD_BITS`: the divisors of 128, so
+        Bits per word (one of :data:`memwall.golden.kvnand.bch.WORD_BITS`: the divisors of 128, so
         that both 8192 and 896 are whole numbers of words).
 
     Attributes

@@ -8,9 +8,9 @@ from __future__ import annotations
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
+from memwall.families.kvnand.config import KvnandConfig
 from memwall.hdl.common.netlist import unique_submodule
 from memwall.hdl.kvnand.bch import BchEncoder
-from memwall.hdl.kvnand.config import KvnandConfig
 from memwall.hdl.kvnand.kvbuf import KvWriteBuffer
 from memwall.hdl.kvnand.pe import Pe
 

@@ -1,5 +1,5 @@
 """The KVNAND KV write-combine buffer: collects K/V slices into flash pages and emits page-program
-requests (contract and golden model: :mod:`memwall.golden.kvnand_kvbuf`).
+requests (contract and golden model: :mod:`memwall.golden.kvnand.kvbuf`).
 
 **Input** ``i``: one beat of ``word_bytes`` bytes a cycle (:func:`in_layout`: ``data``, byte 0 in
 the least significant bits, and ``stream``). A slice is ``slice_bytes / word_bytes`` beats; the
@@ -36,7 +36,7 @@ from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
-from memwall.golden.kvnand_kvbuf import MAPPINGS, POLICIES, check_geometry
+from memwall.golden.kvnand.kvbuf import MAPPINGS, POLICIES, check_geometry
 
 __all__ = ["KvWriteBuffer", "in_layout", "header_layout", "out_layout", "FLUSH_SIGNATURE"]
 

@@ -1,5 +1,5 @@
 """The KVNAND plane PE: ``n_fmac`` FP32 FMACs on the page register (arithmetic, order and
-formats: :mod:`memwall.golden.kvnand_pe`).
+formats: :mod:`memwall.golden.kvnand.pe`).
 
 Per command (GEMV, LOGIT or ATTEND over one page) an issue stage steps through the page's
 elements ``J = n_fmac / G`` at a time, ``G`` the command's heads, and gives lane ``k = g*J + j``
@@ -27,13 +27,13 @@ from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, ceil_log2, exact_log2
 
-from memwall.golden.kvnand_pe import KINDS, add_stage, input_kind, page_kind
-from memwall.golden.kvnand_pe import latency as golden_latency
+from memwall.families.kvnand.config import KvnandConfig
+from memwall.golden.kvnand.pe import KINDS, add_stage, input_kind, page_kind
+from memwall.golden.kvnand.pe import latency as golden_latency
 from memwall.hdl.common.fixed import leading_one
 from memwall.hdl.common.fp import FpAdd, FpMul
 from memwall.hdl.common.netlist import unique_submodule
 from memwall.hdl.common.pipeline import delay
-from memwall.hdl.kvnand.config import KvnandConfig
 
 __all__ = ["Pe", "command_layout", "MODE_CODES"]
 
@@ -80,7 +80,7 @@ class Pe(wiring.Component):
     scale_we, scale_addr, scale_data : In
         Write a BF16 scale of a scaled page's group (only where the format has scales).
     result : Out(stream.Signature(32))
-        FP32 results in the order of :mod:`memwall.golden.kvnand_pe`.
+        FP32 results in the order of :mod:`memwall.golden.kvnand.pe`.
     busy : Out(1)
     """
 
@@ -106,12 +106,12 @@ class Pe(wiring.Component):
     # -- timing -----------------------------------------------------------------------------------
     def _r3(self) -> int:
         """Pipeline stage of the accumulator add (R1 is stage 0): the golden timing's
-        :func:`~memwall.golden.kvnand_pe.add_stage`, which :meth:`elaborate` asserts it
+        :func:`~memwall.golden.kvnand.pe.add_stage`, which :meth:`elaborate` asserts it
         builds."""
         return add_stage(self.cfg.mul_stages, self.scaled)
 
     def latency(self, mode: str, heads_log2: int = 0, emit: bool = False) -> int:
-        """Cycles of a command beyond its steps: :func:`memwall.golden.kvnand_pe.latency`."""
+        """Cycles of a command beyond its steps: :func:`memwall.golden.kvnand.pe.latency`."""
         return golden_latency(self.n, self.cfg.mul_stages, self.scaled, mode, 1 << heads_log2,
                               emit)
 

@@ -1,5 +1,5 @@
 """Page commands for the KVNAND plane PE: the input-vector words, scales, command and page
-beats of one operation, and its expected results from :mod:`memwall.golden.kvnand_pe`.
+beats of one operation, and its expected results from :mod:`memwall.golden.kvnand.pe`.
 
 Input-vector layouts (``n`` lanes a word, lane ``k = g*J + j``, ``J = n / G``):
 
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memwall.golden import kvnand_pe as golden
-from memwall.hdl.kvnand.config import KvnandConfig
+from memwall.families.kvnand.config import KvnandConfig
+from memwall.golden.kvnand import pe as golden
 from memwall.hdl.kvnand.pe import MODE_CODES
 
 __all__ = ["PageCommand", "ShapeError", "plan_page", "command_cycles"]
@@ -114,7 +114,7 @@ def plan_page(cfg: KvnandConfig, mode: str, codes, width: int, inputs, scales=No
 
 def command_cycles(cfg: KvnandConfig, cmd: PageCommand, latency: int) -> int:
     """Cycles of a command from its acceptance to the PE's next ``cmd.ready`` when beats and
-    the result stream never wait: :func:`memwall.golden.kvnand_pe.page_cycles`."""
+    the result stream never wait: :func:`memwall.golden.kvnand.pe.page_cycles`."""
     c = cmd.command
     return golden.page_cycles(cmd.mode, c["units"], c["width"], 1 << c["heads_log2"],
                               cfg.n_fmac, latency, bool(c["emit"]))

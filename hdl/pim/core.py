@@ -1,5 +1,5 @@
 """The PIM macro controller (``pim_core``): executes one schedule descriptor, a tiled GEMM
-``C = A @ B`` with B in the eDRAM macro, cycle for cycle as :mod:`memwall.golden.pim` says.
+``C = A @ B`` with B in the eDRAM macro, cycle for cycle as :mod:`memwall.golden.pim.macro` says.
 
 Per step of the loop nest it writes the weight tile into the macro (when the tile changes),
 then for every input row m of the tile loads the inputs into its register file and activates
@@ -22,8 +22,8 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
+from memwall.families.pim.config import ORDERS, PimConfig
 from memwall.hdl.common.netlist import unique_submodule
-from memwall.hdl.pim.config import ORDERS, PimConfig
 from memwall.hdl.pim.pu import PimPu, max_shift, result_words
 
 __all__ = ["PimCore", "build_top", "descriptor_layout", "result_layout", "TOP_NAME"]
@@ -60,7 +60,7 @@ class PimCore(wiring.Component):
     Attributes
     ----------
     desc : In(stream of descriptor_layout)
-        One GEMM; the tiles must fit (:func:`memwall.golden.pim.fits`); not checked here.
+        One GEMM; the tiles must fit (:func:`memwall.golden.pim.macro.fits`); not checked here.
     weights : In(stream of width bits)
         Row images in load order.
     inputs : In(stream of fields * input_bits)

@@ -1,5 +1,5 @@
 """The PIM processing unit: turns one row activation's sense-amp outputs into accumulated
-partial sums (arithmetic: :mod:`memwall.golden.pim`, section "PU arithmetic").
+partial sums (arithmetic: :mod:`memwall.golden.pim.macro`, section "PU arithmetic").
 
 The sense amps already multiplied: each output bit is a stored weight bit AND its broadcast
 input bit. The PU weighs that row by the input bit-plane (and, bit-serially, the weight
@@ -20,7 +20,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from memwall.hdl.pim.config import PimConfig
+from memwall.families.pim.config import PimConfig
 
 __all__ = ["PimPu", "pu_params", "result_words"]
 

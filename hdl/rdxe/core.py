@@ -12,8 +12,8 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from memwall.families.rdxe.config import RdxeConfig
 from memwall.hdl.common.netlist import unique_submodule
-from memwall.hdl.rdxe.config import RdxeConfig
 from memwall.hdl.rdxe.dxt import Dxt
 from memwall.hdl.rdxe.sequencer import DxtSequencer, command_layout
 

@@ -26,8 +26,8 @@ from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
+from memwall.families.rdxe.config import RdxeConfig
 from memwall.hdl.common.netlist import unique_submodule
-from memwall.hdl.rdxe.config import RdxeConfig
 from memwall.hdl.rdxe.vac import RC_LAYOUT, SRC_KV, Vac, beat_layout
 from memwall.hdl.rdxe.ve import VectorEngine
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memwall.golden import rdxe as golden
-from memwall.golden.rdxe_layout import v_base
-from memwall.hdl.rdxe.config import RdxeConfig
+from memwall.families.rdxe.config import RdxeConfig
+from memwall.golden.rdxe import datapath as golden
+from memwall.golden.rdxe.layout import v_base
 from memwall.hdl.rdxe.dxt import DEST_NONE, DEST_SCORES
 from memwall.hdl.rdxe.sequencer import OP_KV_WB, OP_LOAD_A, OP_LOAD_W, OP_MAC
 

@@ -33,8 +33,8 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from memwall.golden import fixedpoint as fx
-from memwall.hdl.rdxe.config import RdxeConfig
+from memwall.families.rdxe.config import RdxeConfig
+from memwall.golden.common import fixedpoint as fx
 from memwall.hdl.rdxe.dxt import (
     DEST_SCORES,
     GBUS_BYTES,

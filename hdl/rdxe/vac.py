@@ -1,6 +1,6 @@
 """The vector-accumulate core (VAC) of an rDXE tile: 16 INT8 lanes, an INT32 accumulator, the
 HLINK register, the recompute and post-processing units, a weight memory and a KV cache
-(arithmetic: :mod:`memwall.golden.rdxe`).
+(arithmetic: :mod:`memwall.golden.rdxe.datapath`).
 
 A beat travels the HLINK chain: each VAC registers it and passes it on, so VAC ``j`` sees a beat
 ``j`` cycles after VAC 0 and the tile is a systolic array on its input path. A beat carries the
@@ -30,7 +30,7 @@ from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from memwall.golden import fixedpoint as fx
+from memwall.golden.common import fixedpoint as fx
 from memwall.hdl.common.fixed import RcApply
 from memwall.hdl.common.netlist import unique_submodule
 

@@ -1,5 +1,5 @@
 """The vector engine (VE) of an rDXE tile: the statistics the VRC needs and the RC factor
-(arithmetic: :mod:`memwall.golden.rdxe`).
+(arithmetic: :mod:`memwall.golden.rdxe.datapath`).
 
 * ``sum x**2`` of INT8 operand words as they stream past (RMSNorm);
 * the running maximum of the INT16 scores as they are written back (softmax);
@@ -21,7 +21,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from memwall.golden import fixedpoint as fx
+from memwall.golden.common import fixedpoint as fx
 from memwall.hdl.common.fixed import Exp2Float, NewtonRaphson, RcApply
 from memwall.hdl.common.netlist import unique_submodule
 

@@ -5,11 +5,11 @@ goes to the Standard Refresh Bank, the mantissa to the Relaxed Refresh Bank (KV 
 Refresh-less Bank (QO words). The banks are external eDRAM macros driven through plain ports; the
 controller owns the address map, the per-row liveness and the refresh schedule.
 
-Refresh schedule (shared, word for word, with :mod:`memwall.golden.shield`): cycle 1 is the first
-cycle after reset. A refreshed bank with ``R`` rows and interval ``T`` cycles refreshes row ``r``
-in every cycle ``t`` with ``t mod T == (r * T) // R``, provided the row is live in that cycle. A row
-is live in cycle ``t`` if a word stored in it was written in a cycle before ``t`` and its class was
-not released in a cycle before ``t``.
+Refresh schedule (shared, word for word, with :mod:`memwall.golden.shield.refresh`): cycle 1 is the
+first cycle after reset. A refreshed bank with ``R`` rows and interval ``T`` cycles refreshes row
+``r`` in every cycle ``t`` with ``t mod T == (r * T) // R``, provided the row is live in that cycle.
+A row is live in cycle ``t`` if a word stored in it was written in a cycle before ``t`` and its
+class was not released in a cycle before ``t``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
+from memwall.families.shield.config import ShieldConfig
 from memwall.hdl.common.netlist import unique_submodule
-from memwall.hdl.shield.config import ShieldConfig
 
 __all__ = ["Op", "Cls", "RefreshScheduler", "ShieldController", "BANKS", "REFRESHED_BANKS",
            "TOP_NAME", "build_top", "schedule_offset", "request_layout"]

@@ -1,9 +1,9 @@
 """Run one sampling step on the generated d-PLENA core: program, HBM stream, outputs.
 
 The host side of the core, shared by the regression (``tests/test_sim_core.py``), ``memwall run
-dplena`` and the power workload (:func:`memwall.families.dplena.power_workloads`): assemble the
-program for a workload, lay out the logits as HBM beats in prefetch order
-(:mod:`memwall.golden.hbm`), write them as a job file for ``tb_core`` (:func:`step_job`), run
+dplena`` and the power workload (:func:`memwall.families.dplena.workloads.power_workloads`):
+assemble the program for a workload, lay out the logits as HBM beats in prefetch order
+(:mod:`memwall.golden.dplena.hbm`), write them as a job file for ``tb_core`` (:func:`step_job`), run
 it under a simulator (:func:`run_words`, which runs any program) and decode the output FIFO
 into the golden model's result dict (plus ``cycles``).
 """
@@ -15,13 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from memwall.families.dplena.interpreter import Prefetch, stream_beats
-from memwall.golden.dplena import prepare_logits
-from memwall.golden.formats import BF16
-from memwall.golden.mxfp8 import quantize
-from memwall.hdl.dplena.config import DplenaConfig
+from memwall.families.dplena.config import DplenaConfig
+from memwall.golden.common.formats import BF16
+from memwall.golden.dplena.interpreter import Prefetch, stream_beats
+from memwall.golden.dplena.mxfp8 import quantize
+from memwall.golden.dplena.program import Program, Workload, generate
+from memwall.golden.dplena.sampling import prepare_logits
 from memwall.hdl.dplena.core import TOP_NAME, DplenaCore
-from memwall.hdl.dplena.program import Program, Workload, generate
 
 __all__ = ["step_prefetches", "hbm_beats", "write_job", "step_job", "run_words", "run_core",
            "sampling_step"]
@@ -107,7 +107,7 @@ def run_core(cfg: DplenaConfig, workload: Workload, logits, x, *, sim: str | Non
     """Simulate one step of ``workload`` on ``cfg``'s core.
 
     Returns ``x``, ``x0`` (int64 (B, L)), ``confidence`` (float32: the BF16 confidence where
-    ``x == mask_id``, else -inf, as :func:`memwall.golden.dplena.sample_step_hw`),
+    ``x == mask_id``, else -inf, as :func:`memwall.golden.dplena.sampling.sample_step_hw`),
     ``confidence_bits`` (uint16, every position), ``transfer`` (bool) and ``cycles`` (int, from
     ``start`` to HALT). ``stall`` inserts random gaps in the HBM stream and the output
     ready. ``keep_waves``: keep the run's waveform there (VCD with Verilator), as

@@ -10,7 +10,7 @@ built from snippets, each setting its address and count registers with ``ADDI`` 
 registers, so the register file's every port is used) before its instruction, so addresses stay
 in their areas whatever the random arithmetic between snippets left in the registers.
 
-The body keeps the rules the interpreter (:mod:`memwall.families.dplena.interpreter`) and the
+The body keeps the rules the interpreter (:mod:`memwall.golden.dplena.interpreter`) and the
 ISA's documented behaviour need: a prefetch is waited for (``H_WAIT``) before anything touches
 its rows, at once or, for a background prefetch into the other half of the Vector SRAM, after a
 few snippets that stay in the body's half (so the prefetch engine and the program overlap
@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memwall.families.dplena.interpreter import Prefetch, stream_beats
-from memwall.golden.formats import fp32_bits
-from memwall.golden.mxfp8 import quantize
-from memwall.hdl.dplena.config import DplenaConfig
-from memwall.hdl.dplena.isa import PREFETCH_BF16, RED_FIRST, RED_LAST, Instr, Op, encode
+from memwall.families.dplena.config import DplenaConfig
+from memwall.golden.common.formats import fp32_bits
+from memwall.golden.dplena.interpreter import Prefetch, stream_beats
+from memwall.golden.dplena.isa import PREFETCH_BF16, RED_FIRST, RED_LAST, Instr, Op, encode
+from memwall.golden.dplena.mxfp8 import quantize
 from memwall.verif.dplena.stimulus import SPECIALS, bf16_vector
 
 __all__ = ["RandomProgram", "random_program", "state_dump", "register_fill", "lane_readback",

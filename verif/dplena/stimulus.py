@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memwall.golden.formats import bf16_bits
+from memwall.golden.common.formats import bf16_bits
 
 __all__ = ["bf16_vector", "fp32_sticky_ties", "SPECIALS"]
 

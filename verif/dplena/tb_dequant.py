@@ -1,9 +1,9 @@
 """cocotb testbench: MXFP8/BF16 dequantiser and Vector SRAM write engine.
 
-Prefetches are laid out as HBM beats by :mod:`memwall.golden.hbm` and their expected BF16 lanes
-come from :func:`memwall.golden.mxfp8.dequantize` (or are the BF16 input itself). One monitor
-samples every clock edge: it checks ``busy`` against a cycle model (high from the accepting edge
-of a non-empty command until the edge that accepts its last write), that beats and writes only
+Prefetches are laid out as HBM beats by :mod:`memwall.golden.dplena.hbm` and their expected BF16
+lanes come from :func:`memwall.golden.dplena.mxfp8.dequantize` (or are the BF16 input itself). One
+monitor samples every clock edge: it checks ``busy`` against a cycle model (high from the accepting
+edge of a non-empty command until the edge that accepts its last write), that beats and writes only
 move while busy, and records each write's row, bank and lanes, which are then compared with the
 golden model (``row = cmd.row + k // NB``, ``bank = k % NB``, lanes holding valid elements).
 """
@@ -17,8 +17,13 @@ import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
 
-from memwall.golden.hbm import beats_to_words, num_beats, prefetch_beats_bf16, prefetch_beats_mx
-from memwall.golden.mxfp8 import dequantize, num_blocks, quantize
+from memwall.golden.dplena.hbm import (
+    beats_to_words,
+    num_beats,
+    prefetch_beats_bf16,
+    prefetch_beats_mx,
+)
+from memwall.golden.dplena.mxfp8 import dequantize, num_blocks, quantize
 from memwall.hdl.dplena.dequant import dequant_cmd_layout
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import Scoreboard, StreamSource, pack_struct, start, unpack_lanes

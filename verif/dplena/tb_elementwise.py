@@ -8,9 +8,9 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from memwall.golden.formats import BF16
-from memwall.golden.fparith import fp32_to_bf16, fp_add, fp_mul, fp_sub
-from memwall.golden.transcendental import bf16_exp, bf16_recip
+from memwall.golden.common.formats import BF16
+from memwall.golden.common.fparith import fp32_to_bf16, fp_add, fp_mul, fp_sub
+from memwall.golden.common.transcendental import bf16_exp, bf16_recip
 from memwall.hdl.dplena.elementwise import EW_CMD, SCALAR_CMD, EwOp, ScalarOp
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import (

@@ -7,8 +7,8 @@ import random
 import cocotb
 import numpy as np
 
-from memwall.golden.formats import BF16
-from memwall.golden.fparith import reduce_max_idx, reduce_sum
+from memwall.golden.common.formats import BF16
+from memwall.golden.common.fparith import reduce_max_idx, reduce_sum
 from memwall.hdl.dplena.reduction import ReduceOp, reduce_cmd_layout
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import (

@@ -17,8 +17,8 @@ import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
 
-from memwall.golden.formats import FP32
-from memwall.golden.fparith import bf16_key, fp_add
+from memwall.golden.common.formats import FP32
+from memwall.golden.common.fparith import bf16_key, fp_add
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import Scoreboard, start
 

@@ -8,8 +8,8 @@ import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
 
-from memwall.golden.dplena import topk_mask
-from memwall.golden.fparith import bf16_key
+from memwall.golden.common.fparith import bf16_key
+from memwall.golden.dplena.sampling import topk_mask
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import Scoreboard, StreamSink, StreamSource, start, unpack_lanes
 from memwall.verif.dplena.stimulus import bf16_vector

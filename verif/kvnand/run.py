@@ -7,8 +7,8 @@ import dataclasses
 
 import numpy as np
 
+from memwall.families.kvnand.config import KvnandConfig
 from memwall.hdl.kvnand.bch import BchEncoder
-from memwall.hdl.kvnand.config import KvnandConfig
 from memwall.hdl.kvnand.pe import Pe
 from memwall.hdl.kvnand.program import PageCommand
 from memwall.verif.common.runner import simulate_for_result

@@ -1,9 +1,9 @@
 """cocotb testbench of the KVNAND BCH encoder (:class:`memwall.hdl.kvnand.bch.BchEncoder`)
-against :func:`memwall.golden.bch.encode`.
+against :func:`memwall.golden.kvnand.bch.encode`.
 
 Codewords of the messages named in ``params["messages"]`` (``random``, ``zero``, ``ones``,
 ``single``: one 1 at a random position; default all four), sent back to back as p-bit words
-(word order of :mod:`memwall.golden.bch`); every output word is compared bit for bit with the
+(word order of :mod:`memwall.golden.kvnand.bch`); every output word is compared bit for bit with the
 golden codeword stream. ``streaming``: no stalls, and the output must be one word per cycle from
 the first word to the last (full throughput, parity words included). ``stalls``: the source idles
 and the sink back-pressures at random with probability ``params["stall"]`` (default 0.3).
@@ -18,7 +18,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
 
-from memwall.golden import bch
+from memwall.golden.kvnand import bch
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import Scoreboard, StreamSink, StreamSource, start
 

@@ -8,7 +8,7 @@ import json
 import cocotb
 import numpy as np
 
-from memwall.golden import bch
+from memwall.golden.kvnand import bch
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import StreamSink, StreamSource, start
 from memwall.verif.kvnand.tb_bch import Testbench

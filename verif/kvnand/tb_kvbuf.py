@@ -1,8 +1,8 @@
 """cocotb testbench of the KVNAND KV write-combine buffer (:class:`memwall.hdl.kvnand.kvbuf.
-KvWriteBuffer`) against :func:`memwall.golden.kvnand_kvbuf.simulate`.
+KvWriteBuffer`) against :func:`memwall.golden.kvnand.kvbuf.simulate`.
 
 A seeded session: ``tokens`` tokens of the interleaved decode order (every layer, every head
-group, K then V; :func:`memwall.golden.kvnand_kvbuf.generation_order`) or, with
+group, K then V; :func:`memwall.golden.kvnand.kvbuf.generation_order`) or, with
 ``params["order"] == "random"``, the same slices with the streams interleaved at random (each
 stream's tokens still in order), random slice bytes; then one ``flush``. Checked, in order:
 every program request's header (stream, page number, valid bytes, partial flag) and every byte
@@ -23,7 +23,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
 
-from memwall.golden import kvnand_kvbuf as golden
+from memwall.golden.kvnand import kvbuf as golden
 from memwall.hdl.kvnand.kvbuf import in_layout, out_layout
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import Scoreboard, StreamSink, StreamSource, pack_struct, start

@@ -1,5 +1,5 @@
 """cocotb testbench of the KVNAND plane PE (:class:`memwall.hdl.kvnand.pe.Pe`) against
-:mod:`memwall.golden.kvnand_pe`.
+:mod:`memwall.golden.kvnand.pe`.
 
 A seeded sequence of page commands in the config's format (:func:`make_cases`): GEMV pages of
 several shapes, LOGIT at every head count the config allows, and an ATTEND stream of two pages
@@ -20,8 +20,8 @@ import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
 
-from memwall.golden import kvnand_pe as golden
-from memwall.hdl.kvnand.config import KvnandConfig
+from memwall.families.kvnand.config import KvnandConfig
+from memwall.golden.kvnand import pe as golden
 from memwall.hdl.kvnand.pe import Pe, command_layout
 from memwall.hdl.kvnand.program import PageCommand, command_cycles, plan_page
 from memwall.verif.common.runner import tb_params

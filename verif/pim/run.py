@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from memwall.hdl.pim.config import PimConfig
+from memwall.families.pim.config import PimConfig
 from memwall.hdl.pim.core import TOP_NAME, PimCore
 from memwall.verif.common.runner import simulate_for_result
 

@@ -1,15 +1,15 @@
-"""cocotb testbench of ``pim_core``: scheduled GEMMs against :mod:`memwall.golden.pim`.
+"""cocotb testbench of ``pim_core``: scheduled GEMMs against :mod:`memwall.golden.pim.macro`.
 
 The testbench plays the unified buffer and the weight DMA: it streams the weight tiles' row
 images and the input beats in the order the schedule consumes them, keeps every partial sum
 the core emits and returns it on ``psum`` when the next k-tile of that output starts. The
-eDRAM macro is :class:`~memwall.verif.shield.edram.PimMacro` (retention of the VPD in force at
+eDRAM macro is :class:`~memwall.verif.common.edram.PimMacro` (retention of the VPD in force at
 read time, VREF check, stored bit AND input bit, counters per VPD level).
 
 ``params["gemms"]`` is a list of ``{"a", "b", "schedule"}`` run one after the other on one
 core. Checked per GEMM: every emitted group bit for bit against the golden emissions, C
 against ``A @ B``, the macro's counters against the golden event simulator and against the
-scheduler's closed form (:func:`memwall.golden.pim_schedule.counts`), the refreshes only when
+scheduler's closed form (:func:`memwall.golden.pim.schedule.counts`), the refreshes only when
 no stream stalls (``params["stall"] == 0``: a stall keeps rows alive longer), and, without
 stalls, the cycle count; over the run, no retention or VREF violation and no port misuse.
 Negative controls (``params["negative"]``): ``refresh_off`` (the core's ``refresh_enable``
@@ -27,14 +27,14 @@ import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
 
-from memwall.golden import pim as golden
-from memwall.golden import pim_schedule
-from memwall.hdl.pim.config import PimConfig
+from memwall.families.pim.config import PimConfig
+from memwall.golden.pim import macro as golden
+from memwall.golden.pim import schedule as pim_schedule
 from memwall.hdl.pim.core import descriptor_layout, result_layout
 from memwall.hdl.pim.pu import result_words
+from memwall.verif.common.edram import PimMacro
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import StreamSink, StreamSource, pack_struct, start
-from memwall.verif.shield.edram import PimMacro
 
 NEGATIVE_CONTROLS = ("refresh_off", "short_retention", "wrong_vref")
 COUNTERS = ("activations", "sa_on", "sa_gated", "writes", "refreshes")

@@ -1,4 +1,4 @@
-"""cocotb testbench of ``rdxe_group``: whole operations against :mod:`memwall.golden.rdxe`.
+"""cocotb testbench of ``rdxe_group``: whole operations against :mod:`memwall.golden.rdxe.datapath`.
 
 One seeded session on one tile group, every tile with its own operands and weights, tile 0's
 KV cache shared over VLINK (GQA): GEMVs (rows not a multiple of the VACs, operands shorter than
@@ -6,11 +6,11 @@ the VAC count), GEMV with RMSNorm fused and sequential, K/V write-back of ``toke
 QK with max-on-writeback, P.V fused and sequential, in the iWuR layout and again in the
 baseline layout (``params["modes"]``: the VRC modes, default both). Checked: every result and
 accumulator bit for bit; the KV cache images against
-:func:`memwall.golden.rdxe_layout.kv_image`; in iWuR every KV read beat reads a whole word (no
+:func:`memwall.golden.rdxe.layout.kv_image`; in iWuR every KV read beat reads a whole word (no
 gathers), in the baseline ``lanes`` one-byte gathers per word. With
 ``params["stall"]`` the streams stall at random (idle sources, back-pressure on results);
 without, every MAC and write-back command takes exactly the cycles of
-:func:`memwall.golden.rdxe_cycles.command_cycles`. Each command's cycles go to
+:func:`memwall.golden.rdxe.cycles.command_cycles`. Each command's cycles go to
 ``params["out"]``.
 """
 
@@ -23,11 +23,11 @@ import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
 
-from memwall.golden import fixedpoint as fx
-from memwall.golden import rdxe as golden
-from memwall.golden.rdxe_cycles import command_cycles
-from memwall.golden.rdxe_layout import kv_image
-from memwall.hdl.rdxe.config import RdxeConfig
+from memwall.families.rdxe.config import RdxeConfig
+from memwall.golden.common import fixedpoint as fx
+from memwall.golden.rdxe import datapath as golden
+from memwall.golden.rdxe.cycles import command_cycles
+from memwall.golden.rdxe.layout import kv_image
 from memwall.hdl.rdxe.core import result_layout
 from memwall.hdl.rdxe.program import Program
 from memwall.hdl.rdxe.sequencer import command_layout

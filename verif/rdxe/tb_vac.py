@@ -1,5 +1,5 @@
 """cocotb testbench of one rDXE VAC (:class:`memwall.hdl.rdxe.vac.Vac`) on its generated Verilog,
-bit-exact with :mod:`memwall.golden.rdxe` and :mod:`memwall.golden.fixedpoint`.
+bit-exact with :mod:`memwall.golden.rdxe.datapath` and :mod:`memwall.golden.common.fixedpoint`.
 
 ``params`` are the VAC's own ``params``. One test per scenario:
 
@@ -28,8 +28,8 @@ import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
 
-from memwall.golden import fixedpoint as fx
-from memwall.golden import rdxe
+from memwall.golden.common import fixedpoint as fx
+from memwall.golden.rdxe import datapath as rdxe
 from memwall.hdl.rdxe.vac import RC_LAYOUT, RESULT_LATENCY, SRC_KV, SRC_WMEM, Vac, beat_layout
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import Scoreboard, pack_lanes, pack_struct, start

@@ -1,6 +1,6 @@
 """cocotb testbench of the rDXE vector engine (:class:`memwall.hdl.rdxe.ve.VectorEngine`) on its
-generated Verilog, bit-exact with :mod:`memwall.golden.rdxe` and
-:mod:`memwall.golden.fixedpoint`.
+generated Verilog, bit-exact with :mod:`memwall.golden.rdxe.datapath` and
+:mod:`memwall.golden.common.fixedpoint`.
 
 ``params`` are the engine's own ``params``; with ``sequential`` false (the fused-only build)
 the Verilog must have no normalisation ports and those checks are left out. One session:
@@ -31,8 +31,8 @@ import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge, Timer
 
-from memwall.golden import fixedpoint as fx
-from memwall.golden import rdxe
+from memwall.golden.common import fixedpoint as fx
+from memwall.golden.rdxe import datapath as rdxe
 from memwall.hdl.common.fixed import NewtonRaphson
 from memwall.hdl.rdxe.ve import VectorEngine
 from memwall.verif.common.runner import tb_params

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memwall.golden.shield_trace import load_trace
-from memwall.hdl.shield.config import ShieldConfig
+from memwall.families.shield.config import ShieldConfig
+from memwall.golden.shield.trace import load_trace
 from memwall.hdl.shield.controller import TOP_NAME, ShieldController
 from memwall.verif.common.runner import simulate_for_result
 from memwall.verif.shield.tb_controller import config_params
@@ -36,7 +36,7 @@ def run_trace(cfg: ShieldConfig, trace_path, sim: str | None = None,
     (``hi`` sign+exponent, ``kv_mantissa``, ``qo_mantissa``: from the eDRAM retention model;
     only QO mantissas may fail under a correct schedule) over ``reads`` word reads.
 
-    Raises :class:`~memwall.golden.shield_trace.TraceError` for a bad trace (before simulating)
+    Raises :class:`~memwall.golden.shield.trace.TraceError` for a bad trace (before simulating)
     and :class:`~memwall.verif.common.runner.SimulationFailed` if the controller breaks its
     refresh schedule, the retention bound or the bank protocol.
     """

@@ -1,9 +1,9 @@
 """cocotb testbench: SHIELD controller + behavioural eDRAM banks against the golden model.
 
 Each cycle one monitor coroutine (:meth:`ShieldTestbench.clock_loop`) lets the three
-:class:`~memwall.verif.shield.edram.EdramBank` models act on the controller's bank ports, checks
-the refresh strobes of that cycle against the schedule of :mod:`memwall.golden.shield` (computed
-from the commands accepted so far), and records the command the controller accepted. The
+:class:`~memwall.verif.common.edram.EdramBank` models act on the controller's bank ports, checks
+the refresh strobes of that cycle against the schedule of :mod:`memwall.golden.shield.refresh`
+(computed from the commands accepted so far), and records the command the controller accepted. The
 stimulus coroutines only drive ``req`` through the shared :class:`StreamSource`; read data comes
 back through a :class:`StreamSink` and is checked against what was written.
 
@@ -35,13 +35,13 @@ import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from memwall.boundary import checkpoint
-from memwall.golden import shield as golden
-from memwall.golden.shield_trace import Step, Trace, load_trace
-from memwall.hdl.shield.config import ShieldConfig
+from memwall.families.shield.config import ShieldConfig
+from memwall.golden.shield import refresh as golden
+from memwall.golden.shield.trace import Step, Trace, load_trace
 from memwall.hdl.shield.controller import BANKS, REFRESHED_BANKS, Cls, Op, request_layout
+from memwall.verif.common.edram import EdramBank
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import Scoreboard, StreamSink, StreamSource, pack_struct, start
-from memwall.verif.shield.edram import EdramBank
 
 #: chance that a run with a correct controller fails the BER check by bad luck
 BER_FALSE_ALARM = 1e-6

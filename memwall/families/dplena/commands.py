@@ -35,7 +35,7 @@ def max_batch(cfg) -> int:
 
 
 def _inputs(args, cfg) -> dict:
-    from memwall.golden import dplena as golden
+    from memwall.golden.dplena import sampling as golden
 
     return golden.load_sampling_inputs(args.inputs, cfg.block_len, cfg.k_max,
                                        max_batch=max_batch(cfg))
@@ -43,8 +43,8 @@ def _inputs(args, cfg) -> dict:
 
 def _v_chunk(cfg, args, vocab: int) -> int:
     """``--v-chunk`` or the cycle model's default for the config; checked against the core."""
-    from memwall.families.dplena.model import default_v_chunk
-    from memwall.hdl.dplena.program import WorkloadError
+    from memwall.golden.dplena.model import default_v_chunk
+    from memwall.golden.dplena.program import WorkloadError
 
     try:
         v_chunk = args.v_chunk if args.v_chunk is not None else default_v_chunk(cfg, vocab)
@@ -57,7 +57,7 @@ def _v_chunk(cfg, args, vocab: int) -> int:
 
 
 def _workload(cfg, args, shape, k, mask_id):
-    from memwall.hdl.dplena.program import Workload, WorkloadError, generate
+    from memwall.golden.dplena.program import Workload, WorkloadError, generate
 
     fmt = args.logits_format or cfg.logits_format
     fmt = "mxfp8" if fmt.startswith("mxfp8") else fmt
@@ -80,7 +80,7 @@ def _golden_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def golden_command(args, cfg) -> None:
-    from memwall.golden import dplena as golden
+    from memwall.golden.dplena import sampling as golden
 
     output_path(args.out)
     logits_format = args.logits_format or cfg.logits_format
@@ -121,8 +121,8 @@ def _model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def model_command(args, cfg) -> None:
-    from memwall.families.dplena.model import estimate
-    from memwall.golden.dplena import MAX_VOCAB
+    from memwall.golden.dplena.model import estimate
+    from memwall.golden.dplena.sampling import MAX_VOCAB
 
     batch, block_len, vocab, steps = _workload_option(args.workload, {
         "B": max_batch(cfg), "L": cfg.block_len, "V": MAX_VOCAB, "T": 1 << 30})
@@ -170,13 +170,13 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_command(args, cfg) -> None:
-    from memwall.golden import dplena as golden
+    from memwall.golden.dplena import sampling as golden
     from memwall.verif.dplena.core_run import run_core
 
     out = output_path(args.out)
     inputs = _inputs(args, cfg)
     wl = _workload(cfg, args, inputs["logits"].shape, inputs["k"], inputs["mask_id"])
-    from memwall.families.dplena.model import bound_cycles
+    from memwall.golden.dplena.model import bound_cycles
 
     check_sim_cycles(bound_cycles(cfg, wl), args.max_cycles,
                      f"inputs {args.inputs} (B={wl.batch}, L={wl.block_len}, V={wl.vocab}, "

@@ -114,9 +114,9 @@ def _accumulator_invariant(path: str):
 def lockstep_controls(cfg) -> dict[str, tuple]:
     """The lockstep control of each lane array of ``cfg``'s core and of its reduction unit:
     unit -> (command shape, latency, whether it has ``last_cmd``)."""
+    from memwall.families.dplena.config import tree_latency
     from memwall.hdl.dplena.elementwise import EW_CMD, SCALAR_CMD
     from memwall.hdl.dplena.reduction import reduce_cmd_layout
-    from memwall.hdl.dplena.stages import tree_latency
 
     st = cfg.stages
     return {
@@ -129,12 +129,12 @@ def lockstep_controls(cfg) -> dict[str, tuple]:
 
 
 def _stream_properties(cfg) -> list[Property]:
+    from memwall.families.dplena.config import tree_latency
     from memwall.hdl.common.lanes import LockstepControl
     from memwall.hdl.dplena.dequant import DequantControl, Dequantiser
     from memwall.hdl.dplena.elementwise import ElementwiseUnit, ScalarFpUnit
     from memwall.hdl.dplena.reduction import ReductionAccumulator, ReductionUnit
     from memwall.hdl.dplena.select import MaskedSelectUnit
-    from memwall.hdl.dplena.stages import tree_latency
     from memwall.hdl.dplena.topk import TopkMaskUnit
 
     st, vlen, name = cfg.stages, cfg.vlen, cfg.name
@@ -301,6 +301,6 @@ def properties(cfg) -> list[Property]:
 
 
 def _tree_depth(lanes: int, stages: int) -> int:
-    from memwall.hdl.dplena.stages import tree_latency
+    from memwall.families.dplena.config import tree_latency
 
     return tree_latency(exact_log2(lanes), stages) + 2

@@ -105,7 +105,7 @@ class _Checks:
     invariants every one needs: each instruction's own states run only its opcode."""
 
     def __init__(self, m: Module, seq, fragment: Fragment, checks: Sequence[str]):
-        from memwall.hdl.dplena.isa import Op
+        from memwall.golden.dplena.isa import Op
 
         self.m, self.seq, self.cfg, self.Op = m, seq, seq.cfg, Op
         self.dp = seq.datapath

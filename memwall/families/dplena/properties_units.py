@@ -28,7 +28,7 @@ from amaranth.hdl import (
 from amaranth.hdl._ast import AnySeq
 
 from memwall.formal import protocol_source
-from memwall.golden.dplena import NEG_INF_BF16
+from memwall.golden.dplena.sampling import NEG_INF_BF16
 from memwall.hdl.common.fp import bf16_key
 
 __all__ = ["MaskedSelectHarness", "ReductionTreeHarness", "ReductionAccumulatorHarness",
@@ -44,7 +44,7 @@ def _after_reset(m: Module) -> Signal:
 
 class MaskedSelectHarness(Elaboratable):
     """:class:`~memwall.hdl.dplena.select.MaskedSelectUnit` against
-    :func:`memwall.golden.dplena.masked_select`: every ``o`` transfer answers the oldest
+    :func:`memwall.golden.dplena.sampling.masked_select`: every ``o`` transfer answers the oldest
     unanswered ``i`` transfer, with its tag and ``y[n] = mask[n] ? a[n] : b[n]`` of the operands
     sampled with it; a result is offered exactly when one is owed, so none is lost, duplicated
     or made up. ``mask``, ``a`` and ``b`` are free in every cycle (only their values at the
@@ -126,8 +126,8 @@ class ReductionTreeHarness(Elaboratable):
     def elaborate(self, platform):
         from amaranth.utils import exact_log2
 
+        from memwall.families.dplena.config import tree_latency
         from memwall.hdl.dplena.reduction import reduction_tree
-        from memwall.hdl.dplena.stages import tree_latency
 
         m = Module()
         lanes = self.lanes

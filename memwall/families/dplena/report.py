@@ -2,7 +2,7 @@
 bound, and the paper's Fig. 5 sweeps (``python -m memwall.families.dplena.report``, part of
 ``make bench``).
 
-Every figure comes from the cycle model (:mod:`memwall.families.dplena.model`), which runs the
+Every figure comes from the cycle model (:mod:`memwall.golden.dplena.model`), which runs the
 program the RTL runs and equals the RTL's cycle count on the regression workloads
 (``tests/test_sim_core.py``).
 Writes ``cycles.json`` (every number), ``README.md`` (the tables) and ``fig5_sweeps.png``.
@@ -19,9 +19,9 @@ from pathlib import Path
 
 from memwall import paths
 from memwall.config import load_config
-from memwall.families.dplena.model import default_v_chunk, estimate
 from memwall.files import write_json_atomic
-from memwall.hdl.dplena.program import Workload
+from memwall.golden.dplena.model import default_v_chunk, estimate
+from memwall.golden.dplena.program import Workload
 
 __all__ = ["table_ii", "fig5", "main"]
 

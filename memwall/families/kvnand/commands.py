@@ -45,7 +45,7 @@ def _data_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_bch_inputs(path) -> np.ndarray:
     """``message`` (N, 8192) of 0/1 from an ``.npz``."""
-    from memwall.golden import bch
+    from memwall.golden.kvnand import bch
 
     arrays = load_npz(path, {"message": ArraySpec(_INTS, (_LIMIT, _LIMIT),
                                                   f"(N, {bch.K}) uint8 of 0/1")},
@@ -90,7 +90,7 @@ def _int8_codes(name: str, a: np.ndarray, path) -> np.ndarray:
 def load_pe_inputs(cfg, args) -> dict:
     """The page image's element codes, the input vector's codes and the scales of a ``pe``
     run, checked against the config and the mode."""
-    from memwall.golden import kvnand_pe as pe
+    from memwall.golden.kvnand import pe
 
     mode, path = args.mode, args.inputs
     name = _INPUT_NAME[mode]
@@ -145,7 +145,7 @@ def _pe_arrays(cmd, mode: str, units: int) -> dict:
 # --- commands ---------------------------------------------------------------------------------
 
 def golden_command(args, cfg) -> None:
-    from memwall.golden import bch
+    from memwall.golden.kvnand import bch
 
     out = output_path(args.out)
     if args.op == "bch":
@@ -158,7 +158,8 @@ def golden_command(args, cfg) -> None:
 
 
 def run_command(args, cfg) -> None:
-    from memwall.golden import bch, kvnand_pe
+    from memwall.golden.kvnand import bch
+    from memwall.golden.kvnand import pe as kvnand_pe
     from memwall.hdl.kvnand.program import command_cycles
     from memwall.verif.kvnand.run import run_bch, run_pages
 
@@ -202,7 +203,7 @@ def model_result() -> dict:
     """The design-space model's figures, with ``geomean_speedup_vs_base1``: context ("128",
     "1024", "10240") -> the geomean over the five models of the best KVNAND design against
     Base-1."""
-    from memwall.golden import kvnand_model
+    from memwall.golden.kvnand import model as kvnand_model
 
     result = kvnand_model.evaluate()
     result["geomean_speedup_vs_base1"] = kvnand_model.geomean_speedup_vs_base1(
@@ -212,7 +213,7 @@ def model_result() -> dict:
 
 def model_command(args, cfg) -> None:
     if args.sweep:
-        from memwall.families.kvnand.dse import sweep_command_result
+        from memwall.golden.kvnand.dse import sweep_command_result
 
         result = sweep_command_result(args.ray, args.workers)
         if args.json:

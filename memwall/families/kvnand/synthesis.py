@@ -26,7 +26,7 @@ from memwall.flows.report import (
     timing_met,
     write_synthesis_report,
 )
-from memwall.golden import bch
+from memwall.golden.kvnand import bch
 
 __all__ = ["SYNTH_CONFIGS", "SYNTH_PDK", "PAPER_LOGIC", "collect", "render", "main"]
 

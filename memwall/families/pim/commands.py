@@ -34,8 +34,8 @@ def _gemm_option(text: str, cfg) -> tuple[int, int, int]:
 
 def load_operands(path, cfg) -> tuple[np.ndarray, np.ndarray]:
     """``a`` (M, K) and ``b`` (K, N) integer arrays from an ``.npz``, checked against the
-    config's precision (:func:`memwall.golden.pim.check_operands`)."""
-    from memwall.golden.pim import OperandError, check_operands
+    config's precision (:func:`memwall.golden.pim.macro.check_operands`)."""
+    from memwall.golden.pim.macro import OperandError, check_operands
 
     limit = cfg.max_dim
     expect = "2-D integer array"
@@ -67,7 +67,7 @@ def _model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def model_command(args, cfg) -> None:
-    from memwall.golden import pim_schedule
+    from memwall.golden.pim import schedule as pim_schedule
 
     m, k, n = _gemm_option(args.gemm, cfg)
     result = pim_schedule.compare(cfg, m, k, n)
@@ -86,8 +86,8 @@ def _data_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _scheduled(args, cfg):
-    from memwall.golden.pim import input_ones
-    from memwall.golden.pim_schedule import search
+    from memwall.golden.pim.macro import input_ones
+    from memwall.golden.pim.schedule import search
 
     out = output_path(args.out)
     a, b = load_operands(args.inputs, cfg)
@@ -96,7 +96,7 @@ def _scheduled(args, cfg):
 
 
 def golden_command(args, cfg) -> None:
-    from memwall.golden.pim import simulate
+    from memwall.golden.pim.macro import simulate
 
     out, a, b, best = _scheduled(args, cfg)
     result = simulate(cfg, a, b, best["schedule"])

@@ -5,7 +5,7 @@ prefill GEMMs), each under the retention-aware scheduler, the eDRAM baseline and
 Neural-Cache-like SRAM baseline, for a bit-parallel and a bit-serial PU (the paper's Fig. 10
 layout); the feature ablation; the chosen VPD against data lifetime; where the paper's claims
 stand against ours. Writes ``results.json`` (every number), ``README.md``, ``energy.png`` and
-``vpd_lifetime.png``. Everything comes from :mod:`memwall.golden.pim_schedule`; the run is
+``vpd_lifetime.png``. Everything comes from :mod:`memwall.golden.pim.schedule`; the run is
 deterministic except the search times, which are measured.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from memwall import paths
 from memwall.config import load_config
-from memwall.golden import pim_schedule
-from memwall.golden.pim import Schedule, input_ones
+from memwall.golden.pim import schedule as pim_schedule
+from memwall.golden.pim.macro import Schedule, input_ones
 
 __all__ = ["build_report", "main", "MODELS", "PU_VARIANTS"]
 
@@ -140,7 +140,7 @@ def readme(results: dict) -> str:
         f"`configs/{CONFIG}.yaml` ({cfg.rows} rows x {cfg.width} columns, {cfg.clock_mhz:g} "
         "MHz) and its default macro table, a first-order model, not silicon data: "
         f"*{cfg.table_source}* Every figure is the scheduler's closed form "
-        "(`memwall.golden.pim_schedule`), whose counts equal the event simulator's and the RTL's "
+        "(`memwall.golden.pim.schedule`), whose counts equal the event simulator's and the RTL's "
         "(tests/test_pim_schedule.py, tests/test_sim_pim.py). Input bits are 1 with probability "
         f"{cfg.input_bit_density:g} (no user data).", "",
         "Schemes: **proposed**: retention-aware schedule search (tiling x loop order x VPD), "

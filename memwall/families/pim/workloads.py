@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from memwall.families.pim.config import PimConfig
 from memwall.family import PowerWorkload
-from memwall.hdl.pim.config import PimConfig
 
 __all__ = ["power_workloads", "power_gemm"]
 
@@ -30,7 +30,7 @@ def power_gemm(cfg: PimConfig) -> tuple[np.ndarray, np.ndarray]:
 
 
 def power_workloads(cfg: PimConfig) -> list[PowerWorkload]:
-    from memwall.golden.pim_schedule import search
+    from memwall.golden.pim.schedule import search
     from memwall.hdl.pim.core import TOP_NAME, PimCore
     from memwall.verif.pim.run import TB, gemm_params
 

@@ -74,7 +74,7 @@ def load_op_inputs(op: str, path) -> dict[str, np.ndarray]:
 
 
 def _quantised(args):
-    from memwall.golden import rdxe
+    from memwall.golden.rdxe import datapath as rdxe
 
     arrays = load_op_inputs(args.op, args.inputs)
     if args.op == "rmsnorm_gemv":
@@ -103,7 +103,7 @@ def _statics(quant, mode: str):
 
 
 def golden_command(args, cfg) -> None:
-    from memwall.golden import rdxe
+    from memwall.golden.rdxe import datapath as rdxe
 
     out = output_path(args.out)
     quant = _quantised(args)
@@ -121,7 +121,7 @@ def golden_command(args, cfg) -> None:
 
 
 def run_command(args, cfg) -> None:
-    from memwall.golden.rdxe_cycles import command_cycles
+    from memwall.golden.rdxe.cycles import command_cycles
     from memwall.hdl.rdxe.program import ShapeError, plan_attention, plan_rmsnorm_gemv
     from memwall.verif.rdxe.run import run_program
 
@@ -154,7 +154,7 @@ def _model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def model_command(args, cfg) -> None:
-    from memwall.golden import rdxe_model
+    from memwall.golden.rdxe import model as rdxe_model
 
     result = rdxe_model.evaluate(cfg)
     print(dumps_json(result) if args.json else rdxe_model.format_report(result))

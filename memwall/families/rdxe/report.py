@@ -1,6 +1,6 @@
 """Regenerate ``reports/rdxe/`` (``python -m memwall.families.rdxe.report``; also ``make bench``).
 
-Every figure comes from :func:`memwall.golden.rdxe_model.evaluate` on ``rdxe_paper`` (the cycle
+Every figure comes from :func:`memwall.golden.rdxe.model.evaluate` on ``rdxe_paper`` (the cycle
 model equals the RTL's cycles command for command on the regression session) and is written to
 ``results.json``; ``README.md`` puts the paper's claims beside ours and says why they differ.
 Deterministic.
@@ -16,7 +16,7 @@ from pathlib import Path
 from memwall import paths
 from memwall.config import load_config
 from memwall.files import dumps_json
-from memwall.golden import rdxe_model
+from memwall.golden.rdxe import model as rdxe_model
 
 __all__ = ["build_report", "readme", "results", "PAPER", "CONFIG"]
 
@@ -30,7 +30,7 @@ PAPER = {"nonlinear_speedup_max": 4.66, "layer_speedup_max": 1.31, "iwur_speedup
 
 
 def results() -> dict:
-    from memwall.families.rdxe.accuracy import study
+    from memwall.golden.rdxe.accuracy import study
 
     return {**rdxe_model.evaluate(load_config(CONFIG)), "accuracy": study()}
 
@@ -79,7 +79,7 @@ def readme(res: dict) -> str:
           f"loss from quantisation | {100 * a['fused_within_1lsb']:.3f} % "
           f"({100 * a['sequential_within_1lsb']:.1f} %); worst {a['fused_max_lsb']:.2f} "
           f"({a['sequential_max_lsb']:.2f}) LSB | {a['elements']:,} outputs of seeded "
-          "layers (`memwall/families/rdxe/accuracy.py`) |"
+          "layers (`golden/rdxe/accuracy.py`) |"
           for name, a in ((op, res["accuracy"][op]) for op in ("rmsnorm_gemv", "attention"))),
         "",
         "## VRC: fused against sequential",

@@ -29,7 +29,7 @@ from memwall.flows.report import (
     synth_metrics,
     timing_met,
 )
-from memwall.golden import fixedpoint as fx
+from memwall.golden.common import fixedpoint as fx
 from memwall.hdl.rdxe.ve import NORM_BITS
 
 __all__ = ["SYNTH_CONFIGS", "SYNTH_PDK", "VRC_PAIR", "PAPER_VRC", "vrc_rows", "collect",

@@ -3,32 +3,23 @@ model and the refresh-power (η) model."""
 
 from __future__ import annotations
 
-from memwall.families.shield import commands, controller_cost, report
-from memwall.families.shield.workloads import POWER_SIM_WORDS, power_workloads
-from memwall.family import Family
-from memwall.golden import shield as _golden
-from memwall.hdl.shield.config import ShieldConfig
-from memwall.hdl.shield.controller import build_top
+from memwall.families.shield import commands
+from memwall.families.shield.config import ShieldConfig
+from memwall.family import Family, lazy
 
-__all__ = ["FAMILY", "POWER_SIM_WORDS", "power_workloads"]
-
-def _properties(cfg):
-    from memwall.families.shield.properties import properties
-
-    return properties(cfg)
-
+__all__ = ["FAMILY"]
 
 FAMILY = Family(
     name="shield",
     summary="SHIELD segmented eDRAM refresh: refresh controller, eDRAM bank model, "
             "refresh-power (η) model",
     config_class=ShieldConfig,
-    build_top=build_top,
-    golden={"model_trace": _golden.model_trace, "p_shield": _golden.p_shield,
-            "eta": _golden.eta, "expected_refresh_counts": _golden.expected_refresh_counts},
-    power_workloads=power_workloads,
+    build_top=lazy("memwall.hdl.shield.controller:build_top"),
+    golden={name: lazy(f"memwall.golden.shield.refresh:{name}")
+            for name in ("model_trace", "p_shield", "eta", "expected_refresh_counts")},
+    power_workloads=lazy("memwall.families.shield.workloads:power_workloads"),
     commands=commands.COMMANDS,
-    properties=_properties,
+    properties=lazy("memwall.families.shield.properties:properties"),
     regression_tests=("tests/test_sim_shield.py",),
     report_groups={"shield_controller": "controller"},
     # shield_2mb: the paper's 2 MB workspace at its 1 GHz clock (controller cost vs refresh
@@ -36,6 +27,6 @@ FAMILY = Family(
     report_matrix={"asap7": ["shield_small", "shield_2mb"], "sky130hd": ["shield_small"],
                    "nangate45": ["shield_small"]},
     regression_configs=("shield_small",),
-    report_sections=controller_cost.report_section,
-    write_reports=report.build_report,
+    report_sections=lazy("memwall.families.shield.controller_cost:report_section"),
+    write_reports=lazy("memwall.families.shield.report:build_report"),
 )

@@ -13,7 +13,7 @@ __all__ = ["COMMANDS"]
 
 
 def _trace(args, cfg):
-    from memwall.golden.shield_trace import TraceError, load_trace
+    from memwall.golden.shield.trace import TraceError, load_trace
 
     try:
         return load_trace(args.trace, cfg)
@@ -27,7 +27,7 @@ def _model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def model_command(args, cfg) -> None:
-    from memwall.golden import shield
+    from memwall.golden.shield import refresh as shield
 
     result = shield.model_trace(cfg, _trace(args, cfg))
     print(dumps_json(result) if args.json else shield.format_report(result))
@@ -39,7 +39,7 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_command(args, cfg) -> None:
-    from memwall.golden import shield
+    from memwall.golden.shield import refresh as shield
     from memwall.verif.shield.run import run_trace
 
     output_path(args.out)

@@ -2,8 +2,8 @@
 beside the refresh power it saves (the golden model), and the net saving.
 
 Every figure comes from a ``metrics.json`` row (area, power, WNS, activity) or from
-:mod:`memwall.golden.shield` (refresh power); none is typed here. Rows whose timing is not met
-are not compared (area and power stand beside a saving only at met timing).
+:mod:`memwall.golden.shield.refresh` (refresh power); none is typed here. Rows whose timing is not
+met are not compared (area and power stand beside a saving only at met timing).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from memwall.config import config_from_dict, load_config
 from memwall.families.shield.workloads import LAYER_LOOP, layer_loop_trace
-from memwall.golden import shield as s
+from memwall.golden.shield import refresh as s
 
 __all__ = ["refresh_saving", "net_saving", "calibrations", "cost_rows", "report_section",
            "CALIBRATIONS", "LAYERS", "MODELS"]

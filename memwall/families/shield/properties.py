@@ -17,11 +17,11 @@ The harness size grows with the rows (an age counter per row), so the proofs sui
 configs like shield_small; shield_2mb's 4096 rows of 45000 cycles are beyond them.
 
 What "live" and "refreshed" mean (the module docstring of :mod:`memwall.hdl.shield.controller`,
-:mod:`memwall.golden.shield` and the cocotb testbench ``verif/shield`` agree): a row of a refreshed
-bank is live in cycle ``t`` if a WRITE of a word stored in it was accepted on ``req`` (``valid``
-and ``ready``, address inside its class) before ``t`` and no RELEASE of that word's class was
-accepted since. Standard bank: KV word ``a`` at address ``a``, QO word ``a`` at ``kv_words + a``;
-relaxed bank: KV word ``a`` at ``a``; row = address // ``row_words`` (a row may hold both
+:mod:`memwall.golden.shield.refresh` and the cocotb testbench ``verif/shield`` agree): a row of a
+refreshed bank is live in cycle ``t`` if a WRITE of a word stored in it was accepted on ``req``
+(``valid`` and ``ready``, address inside its class) before ``t`` and no RELEASE of that word's class
+was accepted since. Standard bank: KV word ``a`` at address ``a``, QO word ``a`` at ``kv_words +
+a``; relaxed bank: KV word ``a`` at ``a``; row = address // ``row_words`` (a row may hold both
 classes). A row is refreshed in cycle ``t`` when the controller drives ``<bank>_ref`` with the row
 on ``<bank>_row`` (what the eDRAM macro sees). Neither is taken from the controller's own
 bookkeeping: the harness keeps its own liveness from the accepted commands.

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import yaml
 
+from memwall.families.shield.config import ShieldConfig
 from memwall.family import PowerWorkload
 from memwall.files import write_text_atomic
-from memwall.golden.shield_trace import Step, Trace
-from memwall.hdl.shield.config import ShieldConfig
+from memwall.golden.shield.trace import Step, Trace
 
 __all__ = ["layer_loop_trace", "power_workloads", "trace_yaml", "LAYER_LOOP", "POWER_SIM_WORDS",
            "POWER_WINDOW_WORDS"]
@@ -50,7 +50,7 @@ def layer_loop_trace(cfg: ShieldConfig, layers: int = 8, scale: int = 1) -> Trac
 
 
 def trace_yaml(trace: Trace) -> str:
-    """``trace`` in the trace-file format of :mod:`memwall.golden.shield_trace`."""
+    """``trace`` in the trace-file format of :mod:`memwall.golden.shield.trace`."""
     steps = []
     for step in trace.steps:
         if step.op in ("write", "read"):
