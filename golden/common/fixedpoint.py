@@ -27,7 +27,7 @@ static requantisation factor into a computed one) produce it.
 fixed point (products truncated) refine it. Both iterations approach the root from below, so
 ``y`` stays under 1.0 in Q1.30. The result is normalised to an RC.
 
-Measured bounds over every input (``tests/test_golden_fixedpoint.py``). The output depends on
+Measured bounds over every input (``tests/common/test_golden_fixedpoint.py``). The output depends on
 ``u`` only through its mantissa and exponent, so checking both ends of every mantissa's interval
 of ``u`` against float64 covers all ``2**32 - 1`` inputs:
 

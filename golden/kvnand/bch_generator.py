@@ -3,7 +3,7 @@
 ``GENERATOR_HEX``: g(x) as an integer in lowercase hex, bit i = coefficient of x^i (897 bits,
 degree 896), over GF(2^14) = GF(2)[x] / (x^14 + x^10 + x^6 + x + 1). ``GENERATOR_SHA256``: the
 SHA-256 of the ASCII hex string, checked when :mod:`memwall.golden.kvnand.bch` is imported.
-Recomputed and compared by tests/test_golden_bch.py; to regenerate::
+Recomputed and compared by tests/kvnand/test_golden_bch.py; to regenerate::
 
     from memwall.golden import bch
     bch.generator_hex(bch.compute_generator())

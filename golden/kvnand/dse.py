@@ -12,7 +12,7 @@ a Ray cluster when one is given: :func:`memwall.sweep.backend`). :func:`run_dse`
 slices into :func:`memwall.golden.kvnand.model.dse`'s grid, one per buffer reading:
 ``{reading: {"<model> <format>": {context: {"cells": {label: ms | None}, "best": label}}}}``
 (None: the configuration does not fit, OOM). On the default grid the ``paper_sufficient``
-reading equals ``kvnand_model.dse()`` cell for cell (tests/test_kvnand_report.py).
+reading equals ``kvnand_model.dse()`` cell for cell (tests/kvnand/test_kvnand_report.py).
 """
 
 from __future__ import annotations

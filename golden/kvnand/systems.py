@@ -156,7 +156,7 @@ class Params:
         """MAC time of one page: ``page / operand_bytes`` elements, each used ``reuse`` times
         (the Q heads sharing a KV head), on ``fmacs_per_plane`` FMACs: the plane PE's cycles
         for the page (:func:`memwall.golden.kvnand.pe.page_cycles`, MACs / FMACs plus its
-        pipeline latency; the RTL's count, checked by ``tests/test_sim_kvnand_pe.py``)."""
+        pipeline latency; the RTL's count, checked by ``tests/kvnand/test_sim_kvnand_pe.py``)."""
         from memwall.golden.kvnand import pe as kvnand_pe
 
         elements = int(self.page_bytes / operand_bytes)

@@ -30,7 +30,7 @@ Decisions where the paper is silent (the RTL in ``hdl/rdxe`` answers to them):
   ``W``; softmax writes ``p_t = round(127 * e_t / sum e)`` (INT8, ``s = 0``) before ``P.V``.
   The extra INT8 rounding of the normalised vector is what fusion avoids.
 
-Accuracy (``tests/test_golden_rdxe.py``): each path is compared with float64 evaluated on its
+Accuracy (``tests/rdxe/test_golden_rdxe.py``): each path is compared with float64 evaluated on its
 own INT8 operands, in units of the output's INT8 LSB.
 """
 

@@ -1,5 +1,5 @@
 """Random d-PLENA programs: every instruction of the ISA, with random registers and operands,
-for the instruction-level test of the core (``tests/test_sim_isa.py``).
+for the instruction-level test of the core (``tests/dplena/test_sim_isa.py``).
 
 A program is a random body and a fixed epilogue that makes the body's effects visible on the
 output FIFO: reductions of the rows the body and the background prefetches may write, every GP

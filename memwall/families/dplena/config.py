@@ -47,7 +47,7 @@ __all__ = ["DplenaConfig", "FpStages", "BLOCK_MAX_STAGES", "block_max_stages", "
 #: The deepest pipeline each FP block of the core allows, by :class:`FpStages` field: the
 #: largest depth of each block's ``DEPTHS`` table (:mod:`memwall.hdl.common.fp`,
 #: :mod:`memwall.hdl.common.transcendental`), stated here so that the spec imports no hardware;
-#: ``tests/test_fp_pipeline.py`` checks it against the tables.
+#: ``tests/common/test_fp_pipeline.py`` checks it against the tables.
 BLOCK_MAX_STAGES = {"add_bf16": 4, "mul_bf16": 4, "exp": 3, "recip": 2, "to_bf16": 1,
                     "add_fp32": 4, "mul_fp32": 3}
 

@@ -4,7 +4,7 @@ bound, and the paper's Fig. 5 sweeps (``python -m memwall.families.dplena.report
 
 Every figure comes from the cycle model (:mod:`memwall.golden.dplena.model`), which runs the
 program the RTL runs and equals the RTL's cycle count on the regression workloads
-(``tests/test_sim_core.py``).
+(``tests/dplena/test_sim_core.py``).
 Writes ``cycles.json`` (every number), ``README.md`` (the tables) and ``fig5_sweeps.png``.
 """
 
@@ -148,7 +148,7 @@ def _readme(rows: list[dict], fig5_data: dict, elapsed: float) -> str:
         "Numbers are from "
         "the cycle model (`memwall model dplena`), which runs the same program image as the "
         "RTL and matches the RTL's cycle count on every regression workload "
-        "(`tests/test_sim_core.py`). 1 GHz clock.",
+        "(`tests/dplena/test_sim_core.py`). 1 GHz clock.",
         "",
         f"## Table II workload (T={w['T']}, B={w['B']}, L={w['L']}, V={w['V']}, MXFP8 logits)",
         "",

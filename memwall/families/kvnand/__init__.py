@@ -27,7 +27,7 @@ FAMILY = Family(
     regression_configs=("kvnand_small",),
     write_reports=lazy("memwall.families.kvnand.report:build_report"),
     properties=lazy("memwall.families.kvnand.properties:properties"),
-    regression_tests=("tests/test_sim_kvnand_pe.py",
-                      "tests/test_sim_kvnand_kvbuf.py",
-                      "tests/test_sim_bch.py"),
+    regression_tests=("tests/kvnand/test_sim_kvnand_pe.py",
+                      "tests/kvnand/test_sim_kvnand_kvbuf.py",
+                      "tests/kvnand/test_sim_bch.py"),
 )

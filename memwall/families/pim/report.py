@@ -141,7 +141,7 @@ def readme(results: dict) -> str:
         "MHz) and its default macro table, a first-order model, not silicon data: "
         f"*{cfg.table_source}* Every figure is the scheduler's closed form "
         "(`memwall.golden.pim.schedule`), whose counts equal the event simulator's and the RTL's "
-        "(tests/test_pim_schedule.py, tests/test_sim_pim.py). Input bits are 1 with probability "
+        "(tests/pim/test_pim_schedule.py, tests/pim/test_sim_pim.py). Input bits are 1 with probability "
         f"{cfg.input_bit_density:g} (no user data).", "",
         "Schemes: **proposed**: retention-aware schedule search (tiling x loop order x VPD), "
         "refresh skipping, sense-amp gating. **eDRAM baseline**: a retention-unaware scheduler "
@@ -154,7 +154,7 @@ def readme(results: dict) -> str:
     lines += ["## Ablation", "",
               "Energy relative to the eDRAM baseline, each step on top of the previous one; each "
               "step is a minimum over a set that holds the previous step's choice, so it never "
-              "rises (checked by tests/test_pim_schedule.py).", ""] + _ablation(rows) + [""]
+              "rises (checked by tests/pim/test_pim_schedule.py).", ""] + _ablation(rows) + [""]
     lines += ["## Chosen VPD against data lifetime", "",
               f"One full weight tile (K = {life['K']}, N = {life['N']}) of the bit-parallel PU "
               "kept resident (loop order knm) while M input rows stream past it, so it lives "

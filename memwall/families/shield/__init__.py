@@ -20,7 +20,7 @@ FAMILY = Family(
     power_workloads=lazy("memwall.families.shield.workloads:power_workloads"),
     commands=commands.COMMANDS,
     properties=lazy("memwall.families.shield.properties:properties"),
-    regression_tests=("tests/test_sim_shield.py",),
+    regression_tests=("tests/shield/test_sim_shield.py",),
     report_groups={"shield_controller": "controller"},
     # shield_2mb: the paper's 2 MB workspace at its 1 GHz clock (controller cost vs refresh
     # saved, controller_cost.report_section).

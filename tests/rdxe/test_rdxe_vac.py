@@ -1,6 +1,6 @@
 # amaranth: UnusedElaboratable=no
 """The rDXE VAC's ports follow its parameters (elaboration only; its behaviour is checked on the
-generated Verilog by tests/test_sim_rdxe_units.py)."""
+generated Verilog by tests/rdxe/test_sim_rdxe_units.py)."""
 
 from __future__ import annotations
 

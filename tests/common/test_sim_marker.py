@@ -3,11 +3,11 @@ simulates (or runs a tool), and only that one."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from memwall import paths
 
 pytest_plugins = ("pytester",)
 
-CONFTEST = Path(__file__).with_name("conftest.py")
+CONFTEST = paths.TESTS / "conftest.py"
 
 
 def test_unmarked_simulation_fails(pytester):

@@ -98,7 +98,7 @@ def test_a_pass_that_ran_no_mutant_is_an_error():
     run sampled it) is an error, not a survivor."""
     result = mutate_module._run_pytest(
         [{"digest": "0" * 16, "module": "gone", "verilog": "module gone(); endmodule"}],
-        ["tests/test_sim_select.py::test_masked_select[1]"], 300)
+        ["tests/dplena/test_sim_select.py::test_masked_select[1]"], 300)
     assert result["status"] == "error" and "gone: in none of the designs" in result["output"]
 
 
@@ -179,17 +179,17 @@ def test_kept_outcomes_follow_the_files_a_test_imports():
     and the mutation machinery itself do not."""
     root = mutate_module.REPO_ROOT
     shield = {p.relative_to(root).as_posix()
-              for p in mutate_module._test_sources(["tests/test_sim_shield.py::x"])}
-    assert {"tests/test_sim_shield.py", "tests/conftest.py", "verif/common/runner.py",
+              for p in mutate_module._test_sources(["tests/shield/test_sim_shield.py::x"])}
+    assert {"tests/shield/test_sim_shield.py", "tests/conftest.py", "verif/common/runner.py",
             "memwall/mutant_splice.py", "hdl/dplena/sequencer.py"} <= shield
     assert any(p.startswith("verif/shield/") for p in shield)
     assert any(p.startswith("golden/shield") for p in shield)
-    assert not {"verif/dplena/random_program.py", "tests/test_sim_isa.py",
+    assert not {"verif/dplena/random_program.py", "tests/dplena/test_sim_isa.py",
                 "memwall/mutate.py"} & shield
     # A test's sibling module and a cocotb testbench named by a string are followed.
     blocks = {p.relative_to(root).as_posix()
-              for p in mutate_module._test_sources(["tests/test_sim_fp_blocks.py"])}
-    assert {"tests/test_fp_pipeline.py", "verif/common/tb_fp_block.py"} <= blocks
+              for p in mutate_module._test_sources(["tests/common/test_sim_fp_blocks.py"])}
+    assert {"tests/common/test_fp_pipeline.py", "verif/common/tb_fp_block.py"} <= blocks
 
 
 def test_the_record_resumes_a_run_on_a_fresh_clone(tmp_path):

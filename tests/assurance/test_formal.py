@@ -52,7 +52,7 @@ def test_cli_refuses_unknown_properties(capsys):
 def test_fast_family_proofs(capsys):
     """The families' fast proofs through ``memwall prove`` (k-induction, seconds each); the
     long ones (the top-k mask, the rDXE group) are ``make prove``'s, SHIELD's are in
-    tests/test_formal_shield.py."""
+    tests/shield/test_formal_shield.py."""
     assert main(["prove", "dplena32", "--only", "dplena_topk_streams", "--workers", "1"]) == 0
     assert main(["prove", "pim_small", "--workers", "1"]) == 0
     out = capsys.readouterr().out

@@ -1,7 +1,7 @@
 """Random programs on the generated d-PLENA core against the instruction-level model.
 
-The sampling-step tests (``tests/test_sim_core.py``) run the one program the generator writes;
-each case here runs a random program that fills dplena32's instruction memory with every
+The sampling-step tests (``tests/dplena/test_sim_core.py``) run the one program the generator
+writes; each case here runs a random program that fills dplena32's instruction memory with every
 instruction of the ISA, random registers and operands, branches and loops
 (:mod:`memwall.verif.dplena.random_program`), and checks the output FIFO word for word and the
 cycle count exactly against :func:`memwall.golden.dplena.interpreter.run_program` (two of the

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from memwall import paths
 from memwall.config import ConfigError, available_configs, config_from_dict, load_config
 from memwall.families.dplena.config import DplenaConfig
 from memwall.families.shield.config import MAX_ROWS, ShieldConfig
 
-TESTS = Path(__file__).resolve().parent
-ROOT = TESTS.parent
+TESTS = paths.TESTS
+ROOT = paths.REPO
 
 
 def _module(name: str, path: Path):
@@ -30,7 +31,7 @@ def _module(name: str, path: Path):
 
 
 BENCH = _module("config_ranges_bench", ROOT / "benchmarks" / "config_ranges.py")
-TINYACC = _module("tinyacc_family", TESTS / "families" / "tinyacc" / "__init__.py")
+TINYACC = _module("tinyacc_family", TESTS / "plugin_family" / "tinyacc" / "__init__.py")
 CONFIG_CLASSES = {"dplena": DplenaConfig, "shield": ShieldConfig,
                   "tinyacc": TINYACC.TinyAccConfig}
 
@@ -207,7 +208,7 @@ def test_shipped_config_loads(name):
 def test_test_family_config_loads():
     import yaml
 
-    for path in (TESTS / "families" / "configs").glob("*.yaml"):
+    for path in (TESTS / "plugin_family" / "configs").glob("*.yaml"):
         raw = yaml.safe_load(path.read_text())
         raw.pop("unit")
         cfg = TINYACC.TinyAccConfig(name=path.stem, **raw)

@@ -1,6 +1,7 @@
-"""A tiny unit family that exists only in the test suite (``MEMWALL_FAMILY_PATH=tests/families``):
-a stream accumulator. It proves that a family's own files make it appear in every shared verb
-(units, configs, gen, golden, model, run, synth, report) with no shared module touched."""
+"""A tiny unit family that exists only in the test suite
+(``MEMWALL_FAMILY_PATH=tests/plugin_family``): a stream accumulator. It proves that a family's own
+files make it appear in every shared verb (units, configs, gen, golden, model, run, synth, report)
+with no shared module touched."""
 
 from __future__ import annotations
 

@@ -6,12 +6,12 @@ import itertools
 
 import numpy as np
 import pytest
+from test_golden_pim import PAIRS, config, operand
 
 from memwall.families.pim.config import ORDERS
 from memwall.golden.pim import macro as pim
 from memwall.golden.pim import schedule as ps
 from memwall.golden.pim.macro import Schedule
-from tests.test_golden_pim import PAIRS, config, operand
 
 
 def random_schedule(cfg, rng, M, K, N):

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from memwall import paths
 from memwall.flows import pdk as pdk_module
 from memwall.flows.liberty import Liberty
 from memwall.flows.opensta2019 import tcl_word
-from memwall.flows.pdk import PLATFORMS, REPO_ROOT, PdkError, find_pdk
+from memwall.flows.pdk import PLATFORMS, PdkError, find_pdk
 from memwall.inputs import InputError
 
 # File names matching the asap7 globs of PLATFORMS.
@@ -131,7 +132,7 @@ def test_edited_source_gets_a_new_entry(tmp_path, monkeypatch):
 
 
 def test_real_pdk_and_fake_root_differ(tmp_path, monkeypatch):
-    real = REPO_ROOT.parent / "shared" / "pdk"
+    real = paths.REPO.parent / "shared" / "pdk"
     if not (real / "sky130hd").is_dir():
         pytest.skip(f"no PDK at {real}")
     cache = tmp_path / "cache"

@@ -1,5 +1,5 @@
 """Unit families as plugins: every discovered family describes itself completely, its named
-configs generate, and a family kept outside the tree (``tests/families/tinyacc``, found through
+configs generate, and a family kept outside the tree (``tests/plugin_family/tinyacc``, found through
 ``MEMWALL_FAMILY_PATH``) appears in every shared verb with no shared module naming it."""
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from memwall import paths
 from memwall.config import UnitConfig, available_configs, load_config
 from memwall.family import COMMAND_VERBS, Family, PowerWorkload, families
 from memwall.flows.pdk import PdkError, find_pdk
 from memwall.gen import generate
 
-TESTS = Path(__file__).resolve().parent
-TINY_FAMILIES = TESTS / "families"
+TESTS = paths.TESTS
+TINY_FAMILIES = TESTS / "plugin_family"
 TINY_CONFIGS = TINY_FAMILIES / "configs"
 
 FAMILIES = families()
