@@ -61,8 +61,8 @@ class Corner:
 
 
 # The largest allowed value of every size field (see DplenaConfig / ShieldConfig); the test
-# tests/common/test_config_ranges.py checks that each value below is its field's maximum and that every
-# corner is a valid config, so this list cannot drift from the ranges unnoticed.
+# tests/common/test_config_ranges.py checks that each value below is its field's maximum and that
+# every corner is a valid config, so this list cannot drift from the ranges unnoticed.
 _DPLENA_MAX = {"vlen": 4096, "block_len": 256, "k_max": 256, "hbm_bytes_per_cycle": 1024,
                "vector_sram_kib": 2048, "fp_sram_words": 1 << 16, "int_sram_words": 1 << 16,
                "imem_words": 1 << 14, "out_fifo_depth": 1024}

@@ -7,8 +7,9 @@ project's own flow: Verilog from :class:`~memwall.hdl.common.netlist.Design`, Yo
 :func:`memwall.flows.synth.synthesize` (ABC with the flow's script,
 :data:`~memwall.flows.synth.ABC_SCRIPT`, and ``-D 1000``; the ASAP7 Liberty of
 :func:`memwall.flows.pdk.find_pdk`), then one OpenSTA timing run as
-:func:`memwall.flows.sta.run_sta` makes it (:func:`~memwall.flows.rewrite.rewrite_module`,
-:func:`~memwall.flows.sta.module_tcl`) with one ``report_checks`` per pipeline segment added.
+:func:`memwall.flows.hierarchical.run_sta` makes it
+(:func:`~memwall.flows.rewrite.rewrite_module`, :func:`~memwall.flows.sta.module_tcl`) with one
+``report_checks`` per pipeline segment added.
 The registers of the gate netlist are sorted into segments by their depth in the register
 graph (harness input registers, stage 1, ..., stage k, harness output register); a segment's
 delay is the clock period minus the worst slack at its registers: clock to Q, logic and setup,
@@ -258,9 +259,9 @@ def register_levels(netlist, cells) -> dict[str, tuple[int, str]]:
 
 def time_segments(synth_dir: Path, module: str, pdk, segment_names: list[str]) -> dict:
     """One OpenSTA run of the harness: worst slack overall and per segment (ps)."""
-    from memwall.flows.liberty import pdk_cell_library
     from memwall.flows.netlist import build_hierarchy, read_netlist
     from memwall.flows.opensta2019 import check_run
+    from memwall.flows.pdk import pdk_cell_library
     from memwall.flows.rewrite import rewrite_module
     from memwall.flows.sta import module_tcl, nominal_load, parse_timing, run_tcl
 

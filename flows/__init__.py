@@ -1,0 +1,51 @@
+"""Synthesis, timing, power and reports (``memwall.flows``): a layered package.
+
+:data:`LAYERS` orders every module of the package, lowest first; a module imports only
+modules before it (at any depth, function-level imports included), so there are no import
+circles. ``tests/test_layout.py`` checks it. From the bottom:
+
+- **foundations**: ``errors`` (every exception class of the flow), ``constants`` (names the
+  steps share: the memories' black-box cell, how Yosys is started);
+- **PDK and Liberty**: ``liberty`` (the one ``.lib`` reader), ``pdk`` (platforms, the Liberty
+  cache, a PDK's cell library), ``opensta2019`` (the 2019 OpenSTA's traps and their
+  workarounds, its views of the Liberty files);
+- **netlists and activity**: ``netlist`` (gate netlists from Yosys' JSON, the hierarchy's
+  boundary loads), ``activity`` (toggle rates from a VCD), ``gate_activity`` (the gate-level
+  activity simulation), ``rewrite`` (one module as OpenSTA sees it), ``memory_view`` and
+  ``memory_power`` (the memories as SRAM macros: timing views, power);
+- **tool runs**: ``synth`` (Yosys, one run per unique module), ``sta`` (one OpenSTA session:
+  its script, the run, its reports);
+- **timing methods built on the sessions**: ``characterise`` and ``budget`` (module
+  boundaries constrained from the design around them), ``flat_sta`` (the whole design in
+  one run, the reference), ``calibration`` (the power checked against a hand computation);
+- **the hierarchical run**: ``hierarchical`` (timing and power of a design, one unique
+  module at a time, multiplied by instance counts);
+- **workloads**: ``workload`` (a family's power workloads simulated for activity);
+- **the flow orchestrator**: ``flow`` (``memwall synth``: every step, then ``metrics.json``);
+- **outputs**: ``gates`` (the committed regression gates), ``report`` (``memwall report``).
+
+No module of the package imports a family (``memwall.families``, a family's hdl, golden or
+verif modules); families are reached through the shared registry, :mod:`memwall.family`.
+"""
+
+#: Every module of ``flows/``, lowest first: each imports only modules earlier in the order.
+LAYERS = (
+    # foundations
+    "errors", "constants",
+    # PDK and Liberty
+    "liberty", "pdk", "opensta2019",
+    # netlists and activity
+    "netlist", "activity", "gate_activity", "rewrite", "memory_view", "memory_power",
+    # tool runs
+    "synth", "sta",
+    # timing methods built on the sessions
+    "characterise", "budget", "flat_sta", "calibration",
+    # the hierarchical run
+    "hierarchical",
+    # workloads
+    "workload",
+    # the flow orchestrator
+    "flow",
+    # outputs
+    "gates", "report",
+)

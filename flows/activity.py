@@ -12,7 +12,7 @@ simulated top (a sub-scope that is no module of the design, an Amaranth submodul
 into its parent by synthesis, counts as part of its parent: :func:`scope_members`), and every
 module type gets the **mean over its instances** in the VCD,
 bit by bit, plus the per-cycle values of a few instances (``traces``). With them
-:func:`memwall.flows.sta.run_sta` annotates, per module:
+:func:`memwall.flows.hierarchical.run_sta` annotates, per module:
 
 - input ports, by port name and bit;
 - register outputs, by the name Yosys keeps on the net a register drives (rule in
@@ -32,7 +32,9 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-__all__ = ["ActivityError", "activity_from_vcd", "bit_activity", "bit_trace", "decode_trace",
+from .errors import ActivityError
+
+__all__ = ["activity_from_vcd", "bit_activity", "bit_trace", "decode_trace",
            "instance_scopes", "scope_members", "save_activity", "load_activity", "widen_signals",
            "TRACE_INSTANCES", "TRACE_CYCLES"]
 
@@ -41,10 +43,6 @@ __all__ = ["ActivityError", "activity_from_vcd", "bit_activity", "bit_trace", "d
 #: correlation the workload gave them (independent random bits would overstate arithmetic).
 TRACE_INSTANCES = 8
 TRACE_CYCLES = 512
-
-
-class ActivityError(RuntimeError):
-    """A waveform that cannot give activity (no clock, no known top scope, empty window)."""
 
 
 _VAR = re.compile(r"^(?P<name>.*?)(?:\[(?P<msb>-?\d+)(?::(?P<lsb>-?\d+))?\])?$")

@@ -1,9 +1,9 @@
 """Boundary constraints of every module from the design around it (hierarchical timing that
 agrees with flat, end-to-end timing).
 
-Each unique module is timed on its own cells (:mod:`memwall.flows.sta`); a path that crosses
-its boundary is timed against constraints at its ports. A fixed budget (20 % of the period at
-every port) misjudges both sides: a combinational FP adder between two registers of its
+Each unique module is timed on its own cells (:mod:`memwall.flows.hierarchical`); a path that
+crosses its boundary is timed against constraints at its ports. A fixed budget (20 % of the
+period at every port) misjudges both sides: a combinational FP adder between two registers of its
 parent gets 60 % of the period although the parent's logic before and after it takes more, or
 less. Here the constraints come from the real driver and load timing, in three steps with a
 number of OpenSTA runs linear in the number of unique modules:

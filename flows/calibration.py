@@ -22,8 +22,9 @@ defines it:
   library (ASAP7) has no cell total.
 
 :func:`calibrate` runs the same circuit and activity through the flow exactly as
-:func:`memwall.flows.sta.run_sta` runs a module (:func:`memwall.flows.rewrite.rewrite_module`,
-its activity simulation, :func:`memwall.flows.sta.run_module` on the OpenSTA view of the library,
+:func:`memwall.flows.hierarchical.run_sta` runs a module
+(:func:`memwall.flows.rewrite.rewrite_module`, its activity simulation,
+:func:`memwall.flows.sta.run_module` on the OpenSTA view of the library,
 :mod:`memwall.flows.opensta2019`)
 and returns both. The inputs toggle 0.5 per cycle with probability 0.5 of being 1, as random
 data does: the register's next state is then independent of its present one, which is what the
@@ -41,17 +42,17 @@ from collections import defaultdict
 from pathlib import Path
 
 from . import sta
-from .liberty import Liberty, eval_bool, parse_bool, pdk_cell_library, table_lookup
+from .errors import StaError
+from .liberty import Liberty, eval_bool, parse_bool, table_lookup
 from .liberty import pins as cell_pins
 from .netlist import Netlist, fanout, netlist_from_verilog
 from .opensta2019 import (
-    StaError,
     check_run,
     move_default_operating_conditions,
     opensta_libraries,
     tcl_word,
 )
-from .pdk import Pdk, find_pdk
+from .pdk import Pdk, find_pdk, pdk_cell_library
 from .rewrite import ModuleRun, rewrite_module
 
 __all__ = ["REFERENCE_DIR", "CLOCK_NS", "DATA_ACTIVITY", "reference_netlist", "hand_power",

@@ -26,9 +26,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .constants import MEMORY_CELL
+from .errors import StaError
 from .memory_view import MemoryView, memory_pin_caps
 from .netlist import Fanout, Netlist, bit_key
-from .opensta2019 import StaError, check_run
+from .opensta2019 import check_run
 from .pdk import Pdk
 from .rewrite import BOUNDARY_PREFIX, ModuleRun
 from .sta import (
@@ -42,7 +44,6 @@ from .sta import (
     prelude_tcl,
     run_tcl,
 )
-from .synth import MEMORY_CELL
 
 __all__ = ["Group", "Boundary", "BITWISE_MAX", "PER_INSTANCE_MAX", "BUS", "MEMORIES", "SEP",
            "group_bit", "boundary", "memories_run", "add_memory_loads", "Characterisation",

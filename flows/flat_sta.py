@@ -1,7 +1,7 @@
 """Flat end-to-end timing: every module's gate netlist linked under the top in one OpenSTA run.
 
-The hierarchical flow (:mod:`memwall.flows.sta`) times each unique module on its own, with
-boundary constraints (:mod:`memwall.flows.budget`). For a small config the whole design fits
+The hierarchical flow (:mod:`memwall.flows.hierarchical`) times each unique module on its own,
+with boundary constraints (:mod:`memwall.flows.budget`). For a small config the whole design fits
 in one OpenSTA session, which times every path end to end, across any number of module
 boundaries: the reference the hierarchical figure is checked against (``memwall synth CONFIG
 --flat-sta``; ``flat_wns_ns`` in ``metrics.json``). At VLEN 2048 (~10^7 gates) it does not fit,
@@ -26,11 +26,12 @@ import re
 import time
 from pathlib import Path
 
-from .liberty import pdk_cell_library
+from .constants import MEMORY_CELL
+from .errors import NetlistError, StaError
 from .memory_view import MemoryView, memory_views
-from .netlist import NetlistError, read_netlist
-from .opensta2019 import StaError, check_run
-from .pdk import Pdk
+from .netlist import read_netlist
+from .opensta2019 import check_run
+from .pdk import Pdk, pdk_cell_library
 from .sta import (
     IO_BUDGET,
     TIMING_REPORT_TCL,
@@ -40,7 +41,6 @@ from .sta import (
     prelude_tcl,
     run_tcl,
 )
-from .synth import MEMORY_CELL
 
 __all__ = ["flat_verilog", "flat_tcl", "run_flat_sta"]
 

@@ -3,7 +3,7 @@
 ``build/<config>/synth/<pdk>/metrics.json`` is the one record every report reads. The steps are
 in :mod:`memwall.flows.synth` (Yosys, one run per unique module), :mod:`memwall.flows.workload`
 and :mod:`memwall.flows.activity` (switching activity from the family's cocotb runs) and
-:mod:`memwall.flows.sta` (OpenSTA timing and power; the memories' macro power from
+:mod:`memwall.flows.hierarchical` (OpenSTA timing and power; the memories' macro power from
 :mod:`memwall.flows.memory_power`).
 """
 
@@ -19,15 +19,14 @@ from memwall.files import write_json_atomic
 from memwall.gen import generate
 from memwall.progress import Progress, plain_progress
 
+from . import hierarchical, synth
+from .flat_sta import run_flat_sta
 from .pdk import find_pdk
+from .synth import subtree_areas
 
-__all__ = ["FlowError", "run_flow", "metrics_path", "power_by_unit", "BUILD_ROOT"]
+__all__ = ["run_flow", "metrics_path", "power_by_unit", "BUILD_ROOT"]
 
 BUILD_ROOT = paths.BUILD
-
-
-class FlowError(RuntimeError):
-    """A flow step that failed; the message names the step, its log and the log's last lines."""
 
 
 def metrics_path(config: str, pdk: str, build_root: Path = BUILD_ROOT) -> Path:
@@ -44,8 +43,6 @@ FLAT_STEP = "flat end-to-end timing (OpenSTA)"
 def power_by_unit(manifest: dict, power_by_module: dict) -> dict:
     """Logic power of each direct child of the top with everything below it (as
     ``area_by_unit``), plus the top's own cells: per-instance power times instances."""
-    from .synth import subtree_areas
-
     own = {module: entry.get("per_instance_mw", {}).get("total", 0.0)
            for module, entry in power_by_module.items()}
     hierarchy, top = manifest["hierarchy"], manifest["top"]
@@ -71,8 +68,6 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
     ``memory_idle``: the share of an SRAM macro's access energy charged for a cycle without an
     access (default :data:`memwall.flows.memory_power.IDLE_ACCESS_FRACTION`).
     """
-    from . import sta, synth
-
     progress = progress or plain_progress()
     cfg = load_config(config)
     pdk = find_pdk(pdk_name, cache_root=build_root / "pdk")
@@ -95,13 +90,12 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
 
             switching = collect_activity(cfg, out_dir / "activity", progress)
         steps.advance(FLOW_STEPS[2] if activity else "no activity run (--no-activity)")
-        timing = sta.run_sta(out_dir, manifest, pdk, period_ns, switching,
-                             progress=progress, boundary=boundary, memory_idle=memory_idle)
+        timing = hierarchical.run_sta(out_dir, manifest, pdk, period_ns, switching,
+                                      progress=progress, boundary=boundary,
+                                      memory_idle=memory_idle)
         steps.advance(FLOW_STEPS[3])
         flat = None
         if flat_sta:
-            from .flat_sta import run_flat_sta
-
             flat = run_flat_sta(out_dir, manifest, pdk, period_ns)
             steps.advance(FLAT_STEP)
 

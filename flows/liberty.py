@@ -21,21 +21,14 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .pdk import Pdk
+from .errors import LibertyError
 
 __all__ = [
-    "LibertyError", "LibertyGroup", "parse_liberty_text", "group_end", "group_spans",
+    "LibertyGroup", "parse_liberty_text", "group_end", "group_spans",
     "blank_comments", "strip_groups", "Liberty", "pins", "table_values", "table_lookup",
-    "CellInfo", "CellLibrary", "cell_info", "cell_library", "pdk_cell_library",
-    "parse_bool", "eval_bool",
+    "CellInfo", "CellLibrary", "cell_info", "cell_library", "parse_bool", "eval_bool",
 ]
-
-
-class LibertyError(ValueError):
-    """A Liberty file, or a part of one, that cannot be read; says which and why."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -431,11 +424,6 @@ class CellLibrary:
 @cache
 def cell_library(paths: tuple[Path, ...]) -> CellLibrary:
     return CellLibrary(list(paths))
-
-
-def pdk_cell_library(pdk: Pdk) -> CellLibrary:
-    """Standard cells first (their units are the SDC's), then the PDK's macros."""
-    return cell_library(tuple(pdk.cell_liberty) + tuple(m.liberty for m in pdk.macros))
 
 
 # --------------------------------------------------------------------------------------------

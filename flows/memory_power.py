@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from .constants import MEMORY_CELL
 from .gate_activity import DEFAULT_ACTIVITY
 from .liberty import Liberty, LibertyGroup, pins, table_lookup
 from .netlist import Netlist, bit_key, is_leaf
@@ -260,8 +261,6 @@ def memory_power(macros: list[dict], netlists: dict[str, Netlist], runs: dict[st
                  idle: float = IDLE_ACCESS_FRACTION) -> tuple[float, list[dict]]:
     """Power of every mapped memory of ``macros`` (area.json's entries): (sum over memories
     x instances in mW, the entries with their power record under ``power``)."""
-    from .synth import MEMORY_CELL
-
     by_name = {m.name: m for m in pdk.macros}
     total, out = 0.0, []
     lookups: dict[str, object] = {}

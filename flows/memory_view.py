@@ -28,10 +28,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .constants import MEMORY_CELL
 from .liberty import CellLibrary
 from .netlist import Netlist
 from .pdk import Pdk
-from .synth import MEMORY_CELL
 
 __all__ = ["MemoryView", "memory_views", "wrapper_verilog", "memory_pin_caps"]
 

@@ -23,15 +23,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from .constants import YOSYS_MAIN
+from .errors import NetlistError
 from .liberty import CellLibrary
 
-__all__ = ["NetlistError", "Cell", "Netlist", "netlist_from_json", "read_netlist",
+__all__ = ["Cell", "Netlist", "netlist_from_json", "read_netlist",
            "netlist_from_verilog", "yosys_json", "bit_key", "Fanout", "fanout", "is_leaf",
            "Hierarchy", "build_hierarchy", "top_down"]
-
-
-class NetlistError(RuntimeError):
-    """A netlist that cannot be read; says which and why."""
 
 
 @dataclass
@@ -135,8 +133,6 @@ def yosys_json(text: str) -> dict:
 
 @lru_cache(maxsize=32)
 def _yosys_json(text: str) -> str:
-    from .synth import YOSYS_MAIN
-
     with tempfile.TemporaryDirectory(prefix="memwall-netlist-") as tmp:
         root = Path(tmp)
         (root / "netlist.v").write_text(text)

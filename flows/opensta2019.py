@@ -35,6 +35,7 @@ import threading
 from collections import defaultdict
 from pathlib import Path
 
+from .errors import StaError
 from .liberty import (
     CELL_START,
     Liberty,
@@ -43,20 +44,15 @@ from .liberty import (
     group_end,
     group_spans,
     parse_liberty_text,
-    pdk_cell_library,
     pins,
     table_values,
 )
-from .pdk import Pdk
+from .pdk import Pdk, pdk_cell_library
 
-__all__ = ["StaError", "VIEW_VERSION", "tcl_word", "liberty_reads", "check_run",
+__all__ = ["VIEW_VERSION", "tcl_word", "liberty_reads", "check_run",
            "move_default_operating_conditions", "operating_conditions_tcl", "pin_activity_tcl",
            "opensta_view", "opensta_libraries", "normalise_when", "complement_pairs",
            "arc_scale", "merged_internal_power", "state_leakage", "self_naming_function"]
-
-
-class StaError(RuntimeError):
-    """An OpenSTA run that failed or whose output cannot be trusted; says which and why."""
 
 
 _TCL_PLAIN = re.compile(r"[A-Za-z0-9_./:+=@,%~-]")

@@ -44,12 +44,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memwall import paths
-from memwall.inputs import InputError
 
-from .liberty import Liberty, LibertyError, blank_comments, group_end
+from .errors import LibertyError, PdkError
+from .liberty import CellLibrary, Liberty, blank_comments, cell_library, group_end
 
-__all__ = ["PdkError", "Pdk", "Macro", "PLATFORMS", "MAX_LIBERTY_BYTES", "pdk_root",
-           "find_pdk"]
+__all__ = ["Pdk", "Macro", "PLATFORMS", "MAX_LIBERTY_BYTES", "pdk_root", "find_pdk",
+           "pdk_cell_library"]
 
 
 #: platform -> (standard-cell Liberty globs, SRAM macro Liberty glob), relative to <root>/<platform>
@@ -75,11 +75,6 @@ MAX_LIBERTY_BYTES = 2 << 30
 #: Part of every cache key: bump it when what an entry holds changes (checks, merge, names).
 CACHE_VERSION = "memwall-pdk-cache-1"
 _CHUNK = 1 << 20
-
-
-class PdkError(InputError):
-    """A PDK that cannot be found or read; the message says which file, why, and where memwall
-    looked. Bad input: ``memwall`` exits with status 2."""
 
 
 @dataclass(frozen=True)
@@ -310,3 +305,8 @@ def find_pdk(name: str, cache_root: Path | None = None) -> Pdk:
                 macros.append(macro)
     return Pdk(name, root, tuple(cells), merged, tuple(macros), units.pop(),
                tuple(DONT_USE[name]))
+
+
+def pdk_cell_library(pdk: Pdk) -> CellLibrary:
+    """Standard cells first (their units are the SDC's), then the PDK's macros."""
+    return cell_library(tuple(pdk.cell_liberty) + tuple(m.liberty for m in pdk.macros))

@@ -1,6 +1,6 @@
 """One module as OpenSTA sees it: children cut out, boundary loads, every pin's activity.
 
-The design is analysed one unique module at a time (:mod:`memwall.flows.sta`).
+The design is analysed one unique module at a time (:mod:`memwall.flows.hierarchical`).
 :func:`rewrite_module` turns a module's :class:`~memwall.flows.netlist.Netlist` into the
 Verilog of its own cells only: a child output that drives this module's cells becomes a new
 input port, a child input driven by them a new output port loaded with the child's input

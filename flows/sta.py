@@ -1,73 +1,49 @@
-"""OpenSTA timing and power on a hierarchical gate-level netlist, one unique module at a time.
+"""OpenSTA sessions: the script of one run on one rewritten module, the run, its reports.
 
-The design at VLEN 2048 is ~10^7 gates flat, so it is never linked flat. Every unique module's
-netlist (``<synth_dir>/netlist/<module>.json``, Yosys' own ``write_json`` of the synthesis run,
-children left as instances of other modules; :mod:`memwall.flows.netlist`) is analysed on its
-own and its results are multiplied by its instance count, which is how hierarchical synthesis
-counts area too.
+One OpenSTA run times or powers one module as :func:`memwall.flows.rewrite.rewrite_module`
+rewrote it (children cut out, boundary ports loaded): :func:`module_tcl` writes its script
+(:func:`prelude_tcl` reads the PDK's OpenSTA views and the netlist and links it; then the
+clock, the boundary constraints, the loads and the report), :func:`run_tcl` runs it, and
+:func:`parse_timing` / :func:`parse_power` read the figures back (:func:`run_module`: all
+three). A PDK's nominal edge and load (:func:`nominal_slew`, :func:`nominal_load`: a chain of
+minimum inverters driving FO4) give input ports and the ideal clock their transition and
+top-level outputs their load; a boundary load above FO16 is timed behind a modelled FO4
+buffer tree (:func:`buffer_tree`).
 
-Per module, two OpenSTA runs (a linked design cannot be swapped inside one 2019 session), plus
-one characterisation run with ``boundary="context"``, each on the module rewritten by
-:func:`memwall.flows.rewrite.rewrite_module`:
-
-- **timing** on the module's own cells. Child instances are cut out and their pins become
-  boundary ports: a child's output drives the parent's logic from an input port, a child's
-  input is an output port loaded with the child's input capacitance. Paths inside a module are
-  timed exactly. The boundary ports (``boundary="context"``, the default) are constrained from
-  the design around the module (:mod:`memwall.flows.budget`: one characterisation run per
-  unique module, then arrivals and required times propagated over the hierarchy), so a path
-  crossing module boundaries is timed end to end up to per-bus/per-bit grouping; the top's
-  own ports keep the 20 % I/O budget of ``constraint.sdc``. ``boundary="fixed"`` is the
-  earlier method: ``set_input_delay`` / ``set_output_delay`` of 0.2 T on every port, so a
-  crossing path is timed only up to that budget. :mod:`memwall.flows.flat_sta` times a small
-  design flat, end to end, as the reference.
-- **power** on the same netlist: only the module's own cells (children are counted in their
-  own run); every net is counted once, at the module of its driver, with its whole load (child
-  input pins count as the capacitance they present, summed through the hierarchy; output ports
-  carry the mean load their net sees in the parents; wires the library's wire-load model).
-  Memories are black boxes here: their fakeram macros' power comes from
-  :mod:`memwall.flows.memory_power`, with the activity this run gives their pins' nets.
-
-Switching activity: VCD names on sources, a zero-delay gate simulation for every other net
-(:mod:`memwall.flows.gate_activity`), set on every cell pin. Without a VCD every net gets
-``set_power_activity -global`` at :data:`DEFAULT_ACTIVITY` and nothing is propagated.
-
-Debian's OpenSTA (2019) has traps that make its power silently wrong; the workarounds, each
-beside the trap it fixes, are in :mod:`memwall.flows.opensta2019`.
+The hierarchical run, every unique module timed and powered this way and the results
+multiplied by instance counts, is :mod:`memwall.flows.hierarchical`; the characterisation of
+module boundaries (:mod:`memwall.flows.characterise`) and flat timing
+(:mod:`memwall.flows.flat_sta`) build their scripts from the same pieces. Debian's OpenSTA
+(2019) has traps that make its power silently wrong; the workarounds, each beside the trap it
+fixes, are in :mod:`memwall.flows.opensta2019`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
 import subprocess
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from memwall.progress import Progress, plain_progress
-
-from .activity import widen_signals
+from .errors import StaError
 from .gate_activity import DEFAULT_ACTIVITY
-from .liberty import pdk_cell_library, pins, table_lookup
-from .netlist import NetlistError, bit_key, build_hierarchy, read_netlist
+from .liberty import pins, table_lookup
 from .opensta2019 import (
-    StaError,
     check_run,
     liberty_reads,
     operating_conditions_tcl,
     pin_activity_tcl,
     tcl_word,
 )
-from .pdk import Pdk
-from .rewrite import ModuleRun, rewrite_module
+from .pdk import Pdk, pdk_cell_library
+from .rewrite import ModuleRun
 
 __all__ = [
-    "StaError", "DEFAULT_ACTIVITY", "IO_BUDGET", "NOMINAL_INVERTER", "STA_BINARY",
+    "IO_BUDGET", "NOMINAL_INVERTER", "STA_BINARY",
     "nominal_slew", "nominal_load", "nominal_fo4_delay", "buffer_tree",
-    "module_tcl", "run_tcl", "parse_power", "parse_timing", "run_module", "run_sta",
+    "module_tcl", "run_tcl", "parse_power", "parse_timing", "run_module",
 ]
 
 STA_BINARY = os.environ.get("MEMWALL_STA", "sta")
@@ -79,18 +55,6 @@ NOMINAL_INVERTER = {
     "asap7": ("INVx1_ASAP7_75t_R", "A", "Y"),
     "sky130hd": ("sky130_fd_sc_hd__inv_1", "A", "Y"),
     "nangate45": ("INV_X1", "A", "ZN"),
-}
-
-
-#: How ``run_sta`` constrains module boundaries (its ``boundary`` argument), as metrics say.
-BOUNDARY_NOTES = {
-    "context": "Each module is timed on its own cells; its boundary ports are constrained from "
-               "the design around it (memwall.flows.budget): input delay = the latest arrival "
-               "there and output delay = period - the earliest required time, from the real "
-               "drivers and loads, worst over instances and per bus; the top's ports keep a "
-               f"{IO_BUDGET:.0%} I/O budget.",
-    "fixed": "Each module is timed on its own cells; a path that crosses a module boundary is "
-             f"timed against a {IO_BUDGET:.0%} clock budget at the boundary, not end to end.",
 }
 
 
@@ -343,240 +307,3 @@ def run_module(run: ModuleRun, pdk: Pdk, clock_period_ns: float, workdir: Path, 
                   workdir, f"{run.module}.{mode}")
     check_run(out, pdk)
     return parse_timing(out) if mode == "timing" else parse_power(out)
-
-
-def widened(per_module: dict, netlists: dict) -> dict:
-    """Activity records flagged ``widen`` (from a narrower module of the same generator,
-    :mod:`memwall.flows.workload`) with every bit of the module's ports and named nets that
-    they lack (:func:`memwall.flows.activity.widen_signals`)."""
-    out = dict(per_module)
-    for module, record in per_module.items():
-        netlist = netlists.get(module)
-        if not record.get("widen") or netlist is None:
-            continue
-        names = [bit_key(p, i) for p, _d, _r in netlist.ports for i in netlist.port_indices(p)]
-        names += [n for aliases in netlist.net_names.values() for n in aliases]
-        out[module] = {**record, "signals": widen_signals(record.get("signals", {}), names)}
-    return out
-
-
-def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
-            activity: dict | None, *, jobs: int | None = None,
-            progress: Progress | None = None, boundary: str = "context",
-            memory_idle: float | None = None) -> dict:
-    """Timing and power of a hierarchically synthesised design, one unique module at a time.
-
-    Parameters
-    ----------
-    synth_dir
-        ``build/<cfg>/synth/<pdk>`` with ``netlist/<module>.json`` for every module of
-        ``manifest["modules"]``; scripts and logs go to ``synth_dir / "sta"``.
-    manifest
-        ``manifest.json`` of :func:`memwall.gen.generate` (modules, hierarchy, instances, top).
-    pdk
-        From :func:`memwall.flows.pdk.find_pdk`.
-    clock_period_ns
-        The config's clock period; converted to the library time unit for OpenSTA.
-    activity
-        :func:`memwall.flows.activity.activity_from_vcd` output, or None: then every net gets
-        the default global activity (:data:`DEFAULT_ACTIVITY`).
-    jobs
-        Parallel OpenSTA processes (default: half the CPUs, at most 8).
-    progress
-        Shows the modules done out of the total (plain lines on stderr by default).
-    boundary
-        How module boundaries are constrained: "context" (from the design around each module,
-        :mod:`memwall.flows.budget`) or "fixed" (:data:`IO_BUDGET` at every port).
-    memory_idle
-        Share of a macro's access energy charged for a cycle without an access (default
-        :data:`memwall.flows.memory_power.IDLE_ACCESS_FRACTION`).
-
-    Returns
-    -------
-    dict
-        ``wns_ns`` (the worst module's slack, signed: positive when timing is met, None when
-        no path is timed), ``tns_ns``
-        (module TNS x instances, summed), ``critical_path`` (module, slack_ns, startpoint,
-        endpoint, text), ``boundary`` (the method and its summary),
-        ``power_mw`` (internal, switching, leakage: own power x instances, summed;
-        memories: :func:`memwall.flows.memory_power.memory_power`; total: all of them),
-        ``macros`` (area.json's memory entries, each with its ``power`` record),
-        ``power_by_module``, ``activity_source``, ``annotated`` (per source kind how many took
-        VCD activity and how many the default, weighted by instances) and ``notes``.
-    """
-    synth_dir = Path(synth_dir)
-    work = synth_dir / "sta"
-    cells = pdk_cell_library(pdk)
-    netlists = {}
-    for module in manifest["modules"]:
-        try:
-            netlists[module] = read_netlist(synth_dir / "netlist" / f"{module}.json", module)
-        except NetlistError as exc:
-            raise StaError(f"no netlist for module {module}: {exc}") from None
-    load = nominal_load(pdk)
-    hier = build_hierarchy(netlists, manifest, cells, load)
-    instances = manifest["instances"]
-    per_module = widened((activity or {}).get("modules", {}), netlists)
-    zero = dict.fromkeys(("internal", "switching", "leakage", "total"), 0.0)
-
-    def prepare(module: str):
-        """The module's timing and power runs, and its power (in parallel, below)."""
-        netlist = netlists[module]
-        act = None
-        if activity is not None:
-            act = dict(per_module.get(module, {}))
-            act["children"] = {c.type: per_module.get(c.type, {}) for c in netlist.cells
-                               if c.type in netlists}
-        timing_run = rewrite_module(netlist, hier, cells, activity=None, top_output_load=load)
-        power_run = rewrite_module(netlist, hier, cells, activity=act, top_output_load=load) \
-            if activity is not None else timing_run
-        if power_run.leaf_cells == 0:   # wiring only: nothing to time or power
-            return module, timing_run, zero, power_run
-        if boundary == "context":
-            # The memories' macro pins load what drives them (the flat run sees them too).
-            if timing_run is power_run:
-                timing_run = rewrite_module(netlist, hier, cells, activity=None,
-                                            top_output_load=load)
-            add_memory_loads(timing_run, netlist, hier.fan[module], views, cells)
-        power = run_module(power_run, pdk, clock_period_ns, work, mode="power",
-                           global_activity=None if activity is not None else DEFAULT_ACTIVITY)
-        return module, timing_run, power, power_run
-
-    def time_module(module: str, run: ModuleRun, delays) -> dict | None:
-        if run.leaf_cells == 0:
-            return None
-        timing = run_module(run, pdk, clock_period_ns, work, mode="timing", delays=delays)
-        timing["buffered"] = {p: c for p, c in run.output_loads.items() if buffer_tree(c, pdk)}
-        return timing
-
-    workers = jobs or max(1, min(8, (os.cpu_count() or 2) // 2))
-    modules = [m for m in manifest["modules"] if instances.get(m)]
-    progress = progress or plain_progress()
-    views = {}
-    if boundary == "context":
-        from .budget import derive_delays
-        from .characterise import add_memory_loads
-        from .memory_view import memory_views
-
-        views = memory_views(synth_dir, netlists, pdk, cells)
-    elif boundary != "fixed":
-        raise ValueError(f"boundary must be 'context' or 'fixed', not {boundary!r}")
-    with ThreadPoolExecutor(workers) as pool:
-        def counted(task, function):
-            def run(item):
-                result = function(item)
-                task.advance(item[0].module if isinstance(item, tuple) else item)
-                return result
-            return run
-
-        with progress.task(f"OpenSTA power: modules of {manifest['top']}", len(modules)) as task:
-            prepared = list(pool.map(counted(task, prepare), modules))
-        runs = {module: timing_run for module, timing_run, _p, _r in prepared}
-        delays: dict = dict.fromkeys(modules)
-        budget_summary = {"method": "fixed", "io_budget": IO_BUDGET}
-        if boundary == "context":
-            with progress.task("OpenSTA: characterise module boundaries",
-                               len(modules) + bool(views)) as task:
-                delays, budget_summary = derive_delays(
-                    runs, hier, views, pdk, clock_period_ns, work / "characterise",
-                    lambda f, items: list(pool.map(counted(task, f), items)))
-        with progress.task(f"OpenSTA timing: modules of {manifest['top']}",
-                           len(modules)) as task:
-            timings = list(pool.map(counted(task, lambda m: time_module(m, runs[m], delays[m])),
-                                    modules))
-    results = [(module, timing, power, power_run) for (module, _t, power, power_run), timing
-               in zip(prepared, timings, strict=True)]
-    # Memories (black boxes here): their fakeram macros' power, from their pins' activity.
-    from .memory_power import IDLE_ACCESS_FRACTION, memory_power
-
-    area_json = synth_dir / "area.json"
-    macros = json.loads(area_json.read_text()).get("macros", []) if area_json.exists() else []
-    memories_mw, macros = memory_power(
-        macros, netlists, {module: run for module, _t, _p, run in prepared}, pdk, cells,
-        clock_period_ns, slew_s=nominal_slew(pdk),
-        idle=IDLE_ACCESS_FRACTION if memory_idle is None else memory_idle)
-    total = dict(zero)
-    by_module: dict[str, dict] = {}
-    annotated: dict[str, int] = defaultdict(int)
-    worst, tns, critical = math.inf, 0.0, None
-    for module, timing, power, run in results:
-        count = instances[module]
-        own = {k: v * 1e3 for k, v in power.items()}
-        entry = {"instances": count, "per_instance_mw": own, "total_mw": own["total"] * count,
-                 "annotated": run.annotated, "simulated_vs_vcd": run.check}
-        if activity is not None:
-            entry["activity"] = per_module.get(module, {}).get(
-                "from", "VCD" if module in per_module else "default")
-        for k in total:
-            total[k] += own[k] * count
-        for k, v in run.annotated.items():
-            annotated[k] += v * count
-        if timing is not None:
-            slack_ns = timing["worst_slack_s"] * 1e9
-            entry["worst_slack_ns"] = slack_ns if slack_ns != math.inf else None
-            entry["tns_ns"] = timing["tns_s"] * 1e9
-            if timing["buffered"]:
-                entry["buffer_trees_modelled"] = {p: round(c * 1e15, 1) for p, c in
-                                                  sorted(timing["buffered"].items())}
-            tns += timing["tns_s"] * 1e9 * count
-            if slack_ns < worst:
-                worst = slack_ns
-                critical = {"module": module, "slack_ns": slack_ns,
-                            "startpoint": timing["startpoint"], "endpoint": timing["endpoint"],
-                            "text": timing["path"]}
-        by_module[module] = entry
-    boxes: dict[str, int] = defaultdict(int)
-    for module, netlist in netlists.items():
-        for cell in netlist.cells:
-            if cell.type not in netlists and cell.type not in cells:
-                boxes[cell.type] += instances.get(module, 0)
-    summary: dict = {"global_default": list(DEFAULT_ACTIVITY)} if activity is None else {}
-    if activity is not None:
-        for kind in ("inputs", "registers", "child outputs"):
-            a, d = annotated.get(f"{kind} annotated", 0), annotated.get(f"{kind} defaulted", 0)
-            summary[kind] = {"from_vcd": a, "not_matched": d,
-                             "fraction": round(a / (a + d), 4) if a + d else None}
-        summary["not_matched_means"] = {
-            "inputs": f"default {list(DEFAULT_ACTIVITY)} (toggles/cycle, duty)",
-            "registers": "the activity the simulation gives their D net",
-            "child outputs": "the child module's own port activity, else the default"}
-        summary["modules_without_vcd"] = sorted(m for m in manifest["modules"]
-                                                if instances.get(m) and m not in per_module)
-        summary["activity_from"] = {
-            m: per_module[m].get("from", "VCD of this module type")
-            for m in manifest["modules"] if instances.get(m) and m in per_module}
-        summary["propagated"] = ("every other net: zero-delay simulation of each module's own "
-                                 "gates from the sources above (VCD traces replayed), set on "
-                                 "every cell pin in OpenSTA; OpenSTA's own propagation is not "
-                                 "used")
-    source = (f"{activity.get('source', 'vcd')}: VCD toggle rates and static probabilities "
-              "on input ports, register outputs and child outputs; every other net from a "
-              "zero-delay simulation of the gates, all set per pin in OpenSTA"
-              if activity is not None else
-              f"default: global activity {DEFAULT_ACTIVITY[0]} toggles/cycle, duty "
-              f"{DEFAULT_ACTIVITY[1]} on every net (no VCD)")
-    total["memories"] = memories_mw
-    total["total"] += memories_mw
-    return {
-        "wns_ns": worst if worst != math.inf else None,
-        "tns_ns": tns,
-        "critical_path": critical,
-        "power_mw": total,
-        "macros": macros,
-        "power_by_module": by_module,
-        "activity_source": source,
-        "annotated": summary,
-        "black_boxes": dict(sorted(boxes.items())),
-        "boundary": budget_summary,
-        "notes": [BOUNDARY_NOTES[boundary],
-                  "A boundary load above FO16 is timed behind a modelled FO4 buffer tree "
-                  "(Yosys inserts none; see buffer_trees_modelled, fF); high-fan-out nets "
-                  "inside a module are timed unbuffered.",
-                  "Power is each module's own cells x its instances; a net crossing a boundary "
-                  "is counted once, at its driver, with the load on the other side.",
-                  "Memories (memwall_ram black boxes) are cut out of the modules' runs: "
-                  "power_mw['memories'] is their fakeram macros' Liberty power from the "
-                  "activity of their enable, address and data nets "
-                  "(memwall.flows.memory_power; per memory under 'power' in 'macros'), "
-                  "included in power_mw['total']; other black boxes have no power model."],
-    }

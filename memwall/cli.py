@@ -348,11 +348,7 @@ def _tool_failures() -> tuple[type[Exception], ...]:
     """A flow step or simulation that failed: its message names the step, its log and the
     log's last lines, which is all the terminal needs. A sweep with failed jobs
     (:class:`memwall.sweep.SweepError`) names each job and its error."""
-    from memwall.flows.activity import ActivityError
-    from memwall.flows.flow import FlowError
-    from memwall.flows.liberty import LibertyError
-    from memwall.flows.netlist import NetlistError
-    from memwall.flows.opensta2019 import StaError
+    from memwall.flows.errors import ActivityError, FlowError, LibertyError, NetlistError, StaError
     from memwall.formal import ProofFailed
     from memwall.verif.common.runner import SimulationFailed
 

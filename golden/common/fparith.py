@@ -151,7 +151,8 @@ def fp_mul(a, b, fmt: FloatFormat) -> np.ndarray:
     """
     fmt = _check_fmt(fmt)
     # BF16: the float32 product of two BF16 values is exact unless it underflows, and rounding
-    # it again to BF16 equals one correct rounding (24 >= 2*8 + 2; see tests/common/test_fparith.py).
+    # it again to BF16 equals one correct rounding (24 >= 2*8 + 2; see
+    # tests/common/test_fparith.py).
     with np.errstate(all="ignore"):
         return _bits(_values(a, fmt) * _values(b, fmt), fmt)
 

@@ -9,8 +9,8 @@ what each instruction does is the ISA table, with the golden models of the units
 <memwall.golden.dplena.mxfp8.dequantize>`), and what it costs is :class:`SequencerTiming`, the cycle
 model's table (:mod:`memwall.golden.dplena.model`). The result is what the core's output FIFO
 receives and its cycle counter at HALT, so a test can compare a random program's run on the RTL with
-it (``tests/dplena/test_sim_isa.py``), where the sampling-step tests only run the program the generator
-writes.
+it (``tests/dplena/test_sim_isa.py``), where the sampling-step tests only run the program the
+generator writes.
 
 A start keeps the state the last program left (registers, SRAMs; ``state``), as the core
 does: its registers and memories are not cleared by ``start``. An undefined opcode stops the

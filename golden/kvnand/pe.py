@@ -26,8 +26,8 @@ IEEE-754. Sums are FP32 ``fp_add`` (RNE, subnormals, canonical NaN:
 :mod:`memwall.golden.common.fparith`) in the fixed order below, so the PE equals this model bit for
 bit. Against float64 on the same FP32 elements, an output's error is at most ``gamma_k * sum
 |products|`` with ``gamma_k = k*u / (1 - k*u)``, ``u = 2**-24``, ``k`` the adds on its path: ``width
-/ J + log2(J)`` for GEMV and LOGIT, the tokens for ATTEND (``tests/kvnand/test_golden_kvnand_pe.py``;
-finite values).
+/ J + log2(J)`` for GEMV and LOGIT, the tokens for ATTEND
+(``tests/kvnand/test_golden_kvnand_pe.py``; finite values).
 
 **Lanes.** ``n`` FMACs; a command with ``heads`` G (a power of two dividing ``n``) gives each of
 its ``J = n / G`` lane columns one page element a cycle, shared by the G lanes ``k = g*J + j``.

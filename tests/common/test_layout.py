@@ -1,4 +1,5 @@
-"""The layout rule, checked over the sources' ASTs (nothing is imported to check it).
+"""The layout rule, checked over the sources' ASTs (nothing is imported to check it but the
+order of flows/, ``memwall.flows.LAYERS``).
 
 Every layer holds ``common/`` (shared) and one folder per family. Imports go one way:
 golden/common <- golden/<f> <- verif. hdl never imports verif, nor a family's golden *models*
@@ -6,7 +7,8 @@ golden/common <- golden/<f> <- verif. hdl never imports verif, nor a family's go
 definitions it implements from its own family's golden folder (a table, a code's generator, a
 format constant), so that each has one definition. golden imports no hdl, verif or flows. A
 shared module imports no family; a family imports no other family; a family's spec
-(``memwall/families/<f>/config.py``) imports no layer. Paths of the checkout come from
+(``memwall/families/<f>/config.py``) imports no layer. No layer has an import circle, and a
+module of flows/ imports only modules below it in ``LAYERS``. Paths of the checkout come from
 :mod:`memwall.paths` only, and every module or test path named in a string exists.
 """
 
@@ -104,10 +106,6 @@ def against_rule(me: str, imported: set[str]) -> list[str]:
     return found
 
 
-#: Import circles of flows/ that its untangling removes (the same ratchet).
-CIRCLES_NOT_YET = {"flows": 2}
-
-
 def test_imports_follow_the_layout_rule():
     found = [v for path in _sources(*LAYER_NAMES, "memwall") for v in violations(path)]
     assert found == []
@@ -181,7 +179,31 @@ def import_graph(folder: str) -> dict[str, set[str]]:
 
 @pytest.mark.parametrize("folder", LAYER_NAMES)
 def test_no_import_circles(folder):
-    assert len(_cycles(import_graph(folder))) == CIRCLES_NOT_YET.get(folder, 0)
+    assert _cycles(import_graph(folder)) == []
+
+
+def _family_module(name: str) -> bool:
+    """``name`` is a family's: in a family's folder of a layer, or of ``memwall.families``."""
+    return _layer(name)[1] is not None or name.startswith("memwall.families")
+
+
+def test_flows_imports_only_downward():
+    """Every module of flows/ has its place in ``memwall.flows.LAYERS`` and imports only
+    modules before it there (the package itself, which only names the order, is below all);
+    none imports a family (the shared registry, ``memwall.family``, is fine)."""
+    from memwall.flows import LAYERS
+
+    assert len(set(LAYERS)) == len(LAYERS), "a module named twice in LAYERS"
+    rank = {"memwall.flows": -1} | {f"memwall.flows.{m}": i for i, m in enumerate(LAYERS)}
+    graph = import_graph("flows")
+    assert sorted(set(graph) - set(rank)) == [], "modules of flows/ missing from LAYERS"
+    assert sorted(set(rank) - set(graph)) == [], "names in LAYERS with no module"
+    upward = [f"{me} imports {name}" for me in sorted(graph) for name in sorted(graph[me])
+              if rank.get(name, len(LAYERS)) >= rank[me]]
+    assert upward == [], "imports up the order of LAYERS:\n" + "\n".join(upward)
+    families_imported = [f"{paths.module_of(p)} imports {name}" for p in _sources("flows")
+                         for name in sorted(imports_of(p)) if _family_module(name)]
+    assert families_imported == [], "\n".join(families_imported)
 
 
 def test_the_cycle_finder_finds_a_circle():

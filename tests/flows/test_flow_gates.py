@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from memwall import paths
+from memwall.flows.errors import PdkError
 from memwall.flows.flow import run_flow
-from memwall.flows.pdk import PdkError, find_pdk
+from memwall.flows.pdk import find_pdk
 
 GATES = json.loads((paths.REPO / "flows" / "gates.json").read_text())
 

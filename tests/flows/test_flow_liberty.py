@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memwall.flows import liberty
+from memwall.flows.errors import LibertyError
 
 LIB = """/* a tiny library */
 library (tiny) {
@@ -77,7 +78,7 @@ def test_strip_groups_and_group_spans(lib):
     assert stripped.count("{") == stripped.count("}")
     kinds = [k for k, *_ in liberty.group_spans(LIB)]
     assert kinds[:3] == ["library", "wire_load", "type"] and kinds.count("cell") == 2
-    with pytest.raises(liberty.LibertyError):
+    with pytest.raises(LibertyError):
         liberty.group_end("cell (x) { pin (a) {", 0)
 
 

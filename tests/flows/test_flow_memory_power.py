@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from memwall.flows import liberty, memory_power, rewrite
+from memwall.flows.errors import PdkError
 from memwall.flows.netlist import netlist_from_verilog
-from memwall.flows.pdk import PdkError, find_pdk
+from memwall.flows.pdk import find_pdk, pdk_cell_library
 
 # A fakeram-style macro in fJ (capacitive_load_unit ff, 1 V) and nW: 64 x 16, clock 1000 fJ on
 # the rise and 800 on the fall, two conditional groups on ce_in (10 and 20 fJ: mean 15).
@@ -98,7 +99,7 @@ def test_asap7_fakeram_from_a_module_run():
     macro = next((m for m in pdk.macros if m.name == "fakeram7_64x21"), None)
     if macro is None:
         pytest.skip("no fakeram7_64x21 in this ASAP7 platform")
-    cells = liberty.pdk_cell_library(pdk)
+    cells = pdk_cell_library(pdk)
     netlist = netlist_from_verilog("""
 module m(clk, en, we, a, d, q0, q1);
   input clk, en, we;

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memwall.flows import netlist
+from memwall.flows.errors import NetlistError
 
 # A hand-made write_json result: a ranged port with an offset, an MSB-first (upto) wire, a
 # constant, an alias (two names on one bit), a hidden Yosys name and a black box.
@@ -50,7 +51,7 @@ def test_netlist_from_json_bits_ranges_and_names():
     cells = {c.name: c for c in top.cells}
     assert cells["u"].pins == {"a": [7], "b": ["x"]}   # z reads as x
     assert cells["r"].pins["QN"] == [] and cells["$abc$12$auto$34"].type == "INV"
-    with pytest.raises(netlist.NetlistError, match="no module"):
+    with pytest.raises(NetlistError, match="no module"):
         netlist.netlist_from_json(JSON, "nothing")
 
 
@@ -60,7 +61,7 @@ def test_read_netlist(tmp_path):
     path = tmp_path / "top.json"
     path.write_text(json.dumps(JSON))
     assert netlist.read_netlist(path, "top").cells[0].type == "INV"
-    with pytest.raises(netlist.NetlistError, match="no netlist"):
+    with pytest.raises(NetlistError, match="no netlist"):
         netlist.read_netlist(tmp_path / "missing.json", "top")
 
 
@@ -80,5 +81,5 @@ endmodule
     (inv,) = m.cells
     assert inv.pins["Y"] == m.port_bits["y"] and {"t", "y"} <= set(m.net_names[inv.pins["Y"][0]])
     assert m.port_bits["z"] == ["1", m.port_bits["a"][0]]
-    with pytest.raises(netlist.NetlistError):
+    with pytest.raises(NetlistError):
         netlist.netlist_from_verilog("module broken(; endmodule")

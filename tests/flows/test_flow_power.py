@@ -8,9 +8,19 @@ import shutil
 
 import pytest
 
-from memwall.flows import activity, calibration, gate_activity, liberty, opensta2019, rewrite, sta
+from memwall.flows import (
+    activity,
+    calibration,
+    gate_activity,
+    hierarchical,
+    liberty,
+    opensta2019,
+    rewrite,
+    sta,
+)
+from memwall.flows.errors import ActivityError, PdkError, StaError
 from memwall.flows.netlist import build_hierarchy, netlist_from_verilog, yosys_json
-from memwall.flows.pdk import PdkError, find_pdk
+from memwall.flows.pdk import find_pdk, pdk_cell_library
 
 PDKS = ("asap7", "sky130hd", "nangate45")
 COMPONENTS = ("internal", "switching", "leakage", "total")
@@ -233,9 +243,9 @@ def test_activity_named_top_and_errors(tmp_path):
     renamed = {"top_v2": tree["top"], "leaf": []}
     act = activity.activity_from_vcd(vcd, renamed, top_scope="TOP.top", top_module="top_v2")
     assert act["scopes"]["TOP.top"] == "top_v2" and act["modules"]["leaf"]["instances"] == 2
-    with pytest.raises(activity.ActivityError):
+    with pytest.raises(ActivityError):
         activity.activity_from_vcd(vcd, {"nothing": []})
-    with pytest.raises(activity.ActivityError):
+    with pytest.raises(ActivityError):
         activity.activity_from_vcd(vcd, tree, clock="clk2")
 
 
@@ -301,7 +311,7 @@ def test_parse_netlist_bits_and_aliases():
 
 def test_rewrite_cuts_children_to_boundary_ports():
     pdk = _pdk_or_skip("nangate45")
-    cells = liberty.pdk_cell_library(pdk)
+    cells = pdk_cell_library(pdk)
     nets = {m: netlist_from_verilog(NETLIST, m) for m in ("child", "parent")}
     manifest = {"top": "parent", "modules": ["child", "parent"],
                 "hierarchy": {"parent": {"child": 1}, "child": {}},
@@ -327,7 +337,7 @@ def test_rewrite_cuts_children_to_boundary_ports():
 def test_black_box_memory_is_cut_out():
     """A memory black box (no Liberty cell): its outputs become sources, no crash, no power."""
     pdk = _pdk_or_skip("nangate45")
-    cells = liberty.pdk_cell_library(pdk)
+    cells = pdk_cell_library(pdk)
     netlist = netlist_from_verilog("""
 module m(clk, a, y);
   input clk, a;
@@ -352,7 +362,7 @@ endmodule
 def test_simulated_activity_is_exact_where_the_formula_is_not():
     """XOR of a signal with itself through two paths is 0: reconvergence handled."""
     pdk = _pdk_or_skip("nangate45")
-    cells = liberty.pdk_cell_library(pdk)
+    cells = pdk_cell_library(pdk)
     netlist = netlist_from_verilog("""
 module m(a, b, y, z);
   input a, b;
@@ -411,16 +421,16 @@ def test_parse_reports():
     assert timing["worst_slack_s"] == pytest.approx(-20.84e-12, rel=1e-3)
     assert timing["tns_s"] == pytest.approx(-45e-12)
     assert timing["path"].startswith("Startpoint: r")
-    with pytest.raises(sta.StaError):
+    with pytest.raises(StaError):
         sta.parse_power("no report here")
 
 
 def test_check_run_catches_the_traps():
     pdk = _pdk_or_skip("asap7")
     opensta2019.check_run(REPORT_TIMING, pdk)
-    with pytest.raises(sta.StaError, match="1000x"):
+    with pytest.raises(StaError, match="1000x"):
         opensta2019.check_run(REPORT_TIMING.replace("9.999999960041972e-13", "1e-09"), pdk)
-    with pytest.raises(sta.StaError, match="operating conditions"):
+    with pytest.raises(StaError, match="operating conditions"):
         opensta2019.check_run(REPORT_TIMING.replace("_c07ddd1a0f560000_p_OperatingConditions",
                                             "NULL"), pdk)
 
@@ -452,7 +462,7 @@ def test_run_sta_on_a_small_hierarchy(tmp_path):
     manifest = {"top": "parent", "modules": ["child", "parent"],
                 "hierarchy": {"parent": {"child": 1}, "child": {}},
                 "instances": {"parent": 1, "child": 1}}
-    default = sta.run_sta(synth, manifest, pdk, 2.0, None, jobs=2)
+    default = hierarchical.run_sta(synth, manifest, pdk, 2.0, None, jobs=2)
     assert default["activity_source"].startswith("default")
     assert default["power_mw"]["total"] > 0
     # The real worst slack, signed: this netlist meets 2 ns easily, so it is positive.
@@ -465,7 +475,7 @@ def test_run_sta_on_a_small_hierarchy(tmp_path):
         "parent": {"signals": {"x[0]": [0.2, 0.5], "x[1]": [0.2, 0.5], "odd.name": [0.2, 0.5],
                                "reg_q": [0.1, 0.5], "c": [0.1, 0.5]}},
         "child": {"signals": {"a[0]": [0.2, 0.5], "a[1]": [0.2, 0.5], "y": [0.1, 0.5]}}}}
-    annotated = sta.run_sta(synth, manifest, pdk, 2.0, act, jobs=2)
+    annotated = hierarchical.run_sta(synth, manifest, pdk, 2.0, act, jobs=2)
     assert annotated["activity_source"].startswith("vcd:test")
     assert annotated["annotated"]["registers"]["fraction"] == 1.0
     assert annotated["power_mw"]["total"] > 0

@@ -20,9 +20,10 @@ from amaranth.lib.wiring import In, Out
 
 from memwall.flows.budget import Abstract, GroupGraph, abstract
 from memwall.flows.characterise import Boundary, Characterisation
+from memwall.flows.errors import PdkError
 from memwall.flows.flat_sta import run_flat_sta
-from memwall.flows.pdk import PdkError, find_pdk
-from memwall.flows.sta import run_sta
+from memwall.flows.hierarchical import run_sta
+from memwall.flows.pdk import find_pdk
 from memwall.flows.synth import synthesize
 from memwall.hdl.common.netlist import Design, unique_submodule
 from memwall.progress import Progress

@@ -21,10 +21,12 @@ from amaranth.lib.wiring import In, Out
 
 from memwall.config import load_config
 from memwall.flows import synth
+from memwall.flows.constants import MEMORY_CELL
+from memwall.flows.errors import FlowError, PdkError
 from memwall.flows.liberty import CELL_START
 from memwall.flows.netlist import read_netlist
-from memwall.flows.pdk import PdkError, find_pdk
-from memwall.flows.synth import FlowError, choose_macro, synthesize
+from memwall.flows.pdk import find_pdk
+from memwall.flows.synth import choose_macro, synthesize
 from memwall.gen import generate
 from memwall.hdl.common.netlist import Design, unique_submodule
 from memwall.progress import Progress
@@ -258,7 +260,7 @@ def test_memory_maps_to_the_cheapest_fakeram_arrangement(ram_gen, tmp_path):
     assert entry["own_um2"] > entry["macro_um2"]
     for module in (sync, asynchronous):
         types = _cell_types((tmp_path / "out" / "netlist" / f"{module}.v").read_text())
-        assert types[synth.MEMORY_CELL] == 1
+        assert types[MEMORY_CELL] == 1
         flops = sum(n for cell, n in types.items() if cell.startswith("DFF"))
         assert flops <= 40, (module, flops)   # the output register only, not 8000 bits
     assert result["area_um2"] == pytest.approx(

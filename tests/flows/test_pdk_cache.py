@@ -17,9 +17,10 @@ import pytest
 
 from memwall import paths
 from memwall.flows import pdk as pdk_module
+from memwall.flows.errors import PdkError
 from memwall.flows.liberty import Liberty
 from memwall.flows.opensta2019 import tcl_word
-from memwall.flows.pdk import PLATFORMS, PdkError, find_pdk
+from memwall.flows.pdk import PLATFORMS, find_pdk
 from memwall.inputs import InputError
 
 # File names matching the asap7 globs of PLATFORMS.

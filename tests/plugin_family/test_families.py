@@ -16,7 +16,8 @@ import pytest
 from memwall import paths
 from memwall.config import UnitConfig, available_configs, load_config
 from memwall.family import COMMAND_VERBS, Family, PowerWorkload, families
-from memwall.flows.pdk import PdkError, find_pdk
+from memwall.flows.errors import PdkError
+from memwall.flows.pdk import find_pdk
 from memwall.gen import generate
 
 TESTS = paths.TESTS

@@ -1,7 +1,7 @@
 """Run one sampling step on the generated d-PLENA core: program, HBM stream, outputs.
 
-The host side of the core, shared by the regression (``tests/dplena/test_sim_core.py``), ``memwall run
-dplena`` and the power workload (:func:`memwall.families.dplena.workloads.power_workloads`):
+The host side of the core, shared by the regression (``tests/dplena/test_sim_core.py``), ``memwall
+run dplena`` and the power workload (:func:`memwall.families.dplena.workloads.power_workloads`):
 assemble the program for a workload, lay out the logits as HBM beats in prefetch order
 (:mod:`memwall.golden.dplena.hbm`), write them as a job file for ``tb_core`` (:func:`step_job`), run
 it under a simulator (:func:`run_words`, which runs any program) and decode the output FIFO

@@ -140,9 +140,9 @@ def readme(results: dict) -> str:
         f"`configs/{CONFIG}.yaml` ({cfg.rows} rows x {cfg.width} columns, {cfg.clock_mhz:g} "
         "MHz) and its default macro table, a first-order model, not silicon data: "
         f"*{cfg.table_source}* Every figure is the scheduler's closed form "
-        "(`memwall.golden.pim.schedule`), whose counts equal the event simulator's and the RTL's "
-        "(tests/pim/test_pim_schedule.py, tests/pim/test_sim_pim.py). Input bits are 1 with probability "
-        f"{cfg.input_bit_density:g} (no user data).", "",
+        "(`memwall.golden.pim.schedule`), whose counts equal the event simulator's and the "
+        "RTL's (tests/pim/test_pim_schedule.py, tests/pim/test_sim_pim.py). Input bits are 1 "
+        f"with probability {cfg.input_bit_density:g} (no user data).", "",
         "Schemes: **proposed**: retention-aware schedule search (tiling x loop order x VPD), "
         "refresh skipping, sense-amp gating. **eDRAM baseline**: a retention-unaware scheduler "
         "(minimum refresh-free energy at VPD = VSS), VPD = VSS, every written row refreshed "
