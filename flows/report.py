@@ -218,9 +218,11 @@ def write_report(build_root: Path = BUILD_ROOT, out: Path = REPORTS,
     for name, fam in families().items():
         own = [r for r in rows if r["unit"] == name]
         if own and fam.report_sections is not None:
-            text, files = fam.report_sections(own, out)
+            folder = out / name   # a family's plots go in its own report folder
+            folder.mkdir(parents=True, exist_ok=True)
+            text, files = fam.report_sections(own, folder)
             md.append(text)
-            plots += files
+            plots += [f"{name}/{f}" for f in files]
     if plots:
         md.append("\n## Plots\n\n" + "".join(f"![{p}]({p})\n" for p in plots))
     (out / "area_power.md").write_text("\n".join(md))

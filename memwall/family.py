@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memwall.inputs import InputError
+
 __all__ = ["Family", "Command", "PowerWorkload", "FamilyError", "families", "family",
            "extend_family_path", "lazy", "COMMAND_VERBS", "FAMILY_PATH_ENV"]
 
@@ -35,8 +37,9 @@ COMMAND_VERBS = {
 }
 
 
-class FamilyError(RuntimeError):
-    """A family package that does not describe itself completely."""
+class FamilyError(InputError):
+    """A family package that does not import or does not describe itself completely, or a
+    ``MEMWALL_FAMILY_PATH`` entry that is not a folder (bad input: exit status 2)."""
 
 
 class _Lazy:
@@ -138,8 +141,9 @@ class Family:
     regression_configs
         Small configs the regression simulates.
     report_sections
-        ``(metrics rows of this family, report folder) -> (markdown, [plot file names])``: the
-        family's part of ``reports/area_power.md`` (paper comparisons, scaling fits), or None.
+        ``(metrics rows of this family, its report folder reports/<name>/) -> (markdown,
+        [plot file names in that folder])``: the family's part of ``reports/area_power.md``
+        (paper comparisons, scaling fits), or None.
     write_reports
         ``folder -> None``: the family's own analytic report (``reports/<name>/``), run by
         ``make bench``; or None.
@@ -205,15 +209,21 @@ def families() -> dict[str, Family]:
     search = tuple(extend_family_path(package.__path__))   # the variable may be set since
     if _FOUND is not None and _FOUND[0] == search:
         return _FOUND[1]
+    for folder in os.environ.get(FAMILY_PATH_ENV, "").split(os.pathsep):
+        if folder and not os.path.isdir(folder):
+            raise FamilyError(f"{FAMILY_PATH_ENV}: {folder} is not a folder (each entry must "
+                              "be a folder holding <family>/__init__.py)")
     found: dict[str, Family] = {}
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        if info.name.startswith("_") or info.name in found:
-            continue
+        if info.name.startswith("_") or info.name in found or not info.ispkg:
+            continue   # a family is a package, <folder>/<name>/__init__.py
+        where = os.path.join(getattr(info.module_finder, "path", "?"), info.name)
         try:
             module = importlib.import_module(f"{package.__name__}.{info.name}")
-        except ImportError as exc:
-            raise FamilyError(f"family package {package.__name__}.{info.name} does not "
-                              f"import: {exc}") from exc
+        except Exception as exc:   # a syntax error, a missing name, an error the family raises
+            line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise FamilyError(f"family {info.name} ({where}) does not import: "
+                              f"{type(exc).__name__}: {line}") from None
         described = getattr(module, "FAMILY", None)
         if not isinstance(described, Family):
             raise FamilyError(f"{module.__name__} ({module.__file__}) defines no FAMILY "

@@ -30,6 +30,7 @@ LAYER_NAMES = ("hdl", "golden", "verif", "flows")
 GOLDEN_MODELS = ("model", "cycles", "interpreter", "schedule", "systems", "dse", "accuracy")
 SOURCE_FOLDERS = (*LAYER_NAMES, "memwall", "tests", "benchmarks")
 FAMILIES = tuple(sorted(families()))
+_FAMILY_WORDS = [re.compile(rf"(^|_){name}(_|$)") for name in FAMILIES]
 
 
 def _sources(*folders: str) -> list[Path]:
@@ -261,16 +262,25 @@ def test_every_regression_test_path_exists(name):
     assert missing == []
 
 
-#: Folders of every family, by layer (tests/ and reports/ follow the same rule).
-FAMILY_LAYERS = ("hdl", "golden", "verif", "memwall/families")
+#: Each layer: what it may hold besides one folder per family.
+SHARED_ENTRIES = {"hdl": {"__init__.py", "common"}, "golden": {"__init__.py", "common"},
+                  "verif": {"__init__.py", "common"}, "memwall/families": {"__init__.py"},
+                  "tests": {"conftest.py", "common", "flows", "assurance", "plugin_family"}}
 
 
-@pytest.mark.parametrize("layer", FAMILY_LAYERS)
-def test_each_layer_holds_common_and_one_folder_per_family(layer):
+@pytest.mark.parametrize("layer", sorted(SHARED_ENTRIES))
+def test_each_layer_holds_its_shared_folders_and_one_folder_per_family(layer):
     folder = paths.REPO / layer
     entries = {p.name for p in folder.iterdir() if p.name != "__pycache__"}
-    allowed = {"__init__.py", *FAMILIES} | ({"common"} if layer != "memwall/families" else set())
-    assert entries - allowed == set(), f"{layer}/ holds more than common/ and family folders"
+    assert entries - SHARED_ENTRIES[layer] - set(FAMILIES) == set()
+    assert set(FAMILIES) - entries == set(), f"a family without its folder in {layer}/"
+
+
+def test_reports_of_a_family_are_in_its_folder():
+    loose = [p.name for p in paths.REPORTS.iterdir() if p.is_file()
+             and any(re_family.search(p.stem) for re_family in _FAMILY_WORDS)]
+    assert loose == []
+    assert [f for f in FAMILIES if not (paths.REPORTS / f).is_dir()] == []
 
 
 @pytest.mark.parametrize("layer", LAYER_NAMES)
@@ -282,4 +292,3 @@ def test_no_family_named_file_in_a_shared_folder(layer):
     assert named == []
 
 
-_FAMILY_WORDS = [re.compile(rf"(^|_){name}(_|$)") for name in FAMILIES]

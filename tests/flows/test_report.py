@@ -70,8 +70,8 @@ def test_report_tables_and_plots(build, tmp_path):
                f"1400 | {paper_area * 1e6 / vlen:.0f} |" in md
         assert f"{paper_power:.1f}" in md
     assert "1400.0 µm²/lane" in md and "| 1.00000 |" in md   # exact linear data: R^2 = 1
-    for png in ("dplena_area_vs_vlen.png", "dplena_power_vs_vlen.png",
-                "dplena_area_by_unit.png"):
+    for png in ("dplena/area_vs_vlen.png", "dplena/power_vs_vlen.png",
+                "dplena/area_by_unit.png"):
         assert (out / png).stat().st_size > 1000
         assert f"]({png})" in md
     assert len(collect(build)) == 4

@@ -127,3 +127,26 @@ def test_tiny_family_synth_and_report(tmp_path):
     assert "accumulator" in metrics["activity_source"]      # the family's power workload ran
     md = (reports / "area_power.md").read_text()
     assert "| tinyacc8 | asap7 |" in md and "## tinyacc" in md and "dplena" not in md
+
+
+@pytest.mark.parametrize("body, error", [
+    ("raise RuntimeError('no licence server')", "RuntimeError: no licence server"),
+    ("def broken(:\n    pass\n", "SyntaxError: "),
+    ("from memwall.family import NoSuchName\n", "ImportError: cannot import name 'NoSuchName'"),
+    ("FAMILY = 3\n", "defines no FAMILY"),
+])
+def test_a_plugin_that_does_not_import_is_one_line(tmp_path, body, error):
+    (tmp_path / "brokenfam").mkdir()
+    (tmp_path / "brokenfam" / "__init__.py").write_text(body)
+    run = _memwall("units", env_extra={"MEMWALL_FAMILY_PATH": str(tmp_path)})
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
+    assert run.stderr.startswith("memwall: error: ") and error in run.stderr
+    assert "brokenfam" in run.stderr
+
+
+def test_a_missing_family_path_entry_is_an_error(tmp_path):
+    missing = tmp_path / "nowhere"
+    run = _memwall("configs", env_extra={"MEMWALL_FAMILY_PATH": str(missing)})
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert f"MEMWALL_FAMILY_PATH: {missing} is not a folder" in run.stderr

@@ -66,7 +66,7 @@ def _plots(rows: list[dict], out: Path) -> list[str]:
         ax.set_title(f"d-PLENA datapath {quantity} vs VLEN")
         ax.legend(fontsize=7)
         fig.tight_layout()
-        name = f"dplena_{quantity}_vs_vlen.png"
+        name = f"{quantity}_vs_vlen.png"
         fig.savefig(out / name, dpi=120)
         plt.close(fig)
         written.append(name)
@@ -86,9 +86,9 @@ def _plots(rows: list[dict], out: Path) -> list[str]:
         ax.set_title("d-PLENA area by unit (ASAP7)")
         ax.legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(out / "dplena_area_by_unit.png", dpi=120)
+        fig.savefig(out / "area_by_unit.png", dpi=120)
         plt.close(fig)
-        written.append("dplena_area_by_unit.png")
+        written.append("area_by_unit.png")
     return written
 
 

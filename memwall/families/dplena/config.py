@@ -1,7 +1,5 @@
-"""d-PLENA configuration (paper: d-PLENA, Sec. III-IV; VLEN 512/1024/2048, BF16, MXFP8 E4M3),
-and the pipeline depth it sets.
-
-Pipeline depth of the d-PLENA datapath: register stages per FP block, and what they cost.
+"""d-PLENA's spec (paper: d-PLENA, Sec. III-IV; VLEN 512/1024/2048, BF16, MXFP8 E4M3): the
+config, and the pipeline depth it sets (register stages per FP block, and what they cost).
 
 One config knob, ``fp_stages``, sets the register stages inside every FP block of the core; a
 block that allows fewer (its ``DEPTHS`` table, :mod:`memwall.hdl.common.pipeline`) gets its own
