@@ -19,6 +19,7 @@ from memwall.command import (
     UsageError,
     fraction,
     jobs_int,
+    mutant_count,
     output_folder,
     positive_int,
 )
@@ -304,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     mutate_p.add_argument("config", help="config name or .yaml path")
     mutate_p.add_argument("--module", nargs="+", metavar="M",
                           help="only these modules (default: every module of the config)")
-    mutate_p.add_argument("--max", type=jobs_int, default=20, metavar="N",
+    mutate_p.add_argument("--max", type=mutant_count, default=20, metavar="N",
                           help="mutants sampled per module (default %(default)s)")
     mutate_p.add_argument("--workers", type=jobs_int, default=None,
                           help="runs at once, each in its own process (default: the CPUs)")
@@ -362,9 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     def command() -> int:
         try:
             parser = build_parser()
-        except FamilyError as exc:   # a family package that does not describe itself
+        except FamilyError as exc:   # a family that does not import or describe itself
             error(str(exc))
-            return 1
+            return 2
         try:
             args = parser.parse_args(argv)
         except SystemExit as exc:   # --help (0) or a usage error (2), already printed

@@ -11,7 +11,7 @@ from pathlib import Path
 from memwall.inputs import InputError
 
 __all__ = ["UsageError", "output_path", "output_folder", "write_json_output", "positive_int",
-           "jobs_int", "fraction", "check_sim_cycles", "DEFAULT_MAX_SIM_CYCLES"]
+           "jobs_int", "mutant_count", "fraction", "check_sim_cycles", "DEFAULT_MAX_SIM_CYCLES"]
 
 #: ``memwall run``'s default bound on simulated cycles (``--max-cycles``): a run that long takes
 #: minutes in Icarus; the analytic ``model`` of each family has no such bound.
@@ -53,6 +53,18 @@ def jobs_int(text: str) -> int:
     value = positive_int(text)
     if value > MAX_JOBS:
         raise argparse.ArgumentTypeError(f"{value} parallel runs; at most {MAX_JOBS}")
+    return value
+
+
+#: Most mutants ``memwall mutate --max`` samples per module.
+MAX_MUTANTS = 1000
+
+
+def mutant_count(text: str) -> int:
+    """argparse type for ``memwall mutate --max``: mutants per module, in [1, MAX_MUTANTS]."""
+    value = positive_int(text)
+    if value > MAX_MUTANTS:
+        raise argparse.ArgumentTypeError(f"{value} mutants per module; at most {MAX_MUTANTS}")
     return value
 
 

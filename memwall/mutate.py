@@ -466,6 +466,7 @@ def mutate(config: str, modules: list[str] | None = None, count: int = DEFAULT_C
     from memwall.command import UsageError
     from memwall.sweep import Job, available_cpus, backend, run_sweep
 
+    chosen_backend = backend(ray, workers)   # --ray checked (installed, reachable) first
     fam, _top, design = _design(config)
     known = design.module_names
     unknown = sorted(set(modules or ()) - set(known))
@@ -486,7 +487,7 @@ def mutate(config: str, modules: list[str] | None = None, count: int = DEFAULT_C
         covering = {t.module: cover["modules"].get(t.digest, []) for t in targets}
         tests = {m: _within_budget(found, cover["tests"], TEST_BUDGET_S)
                  for m, found in covering.items()}
-        with backend(ray, workers) as runner:
+        with chosen_backend as runner:
             made = run_sweep([Job(t.module, make_mutants, (folder, t.module, count, SEED))
                               for t in targets], runner, progress=progress,
                              description="mutants")

@@ -395,6 +395,26 @@ def test_late_error_missing_output_folder_before_simulating(tmp_path):
         assert time.monotonic() - start < 10   # no simulation ran
 
 
+def test_late_error_mutate_checks_ray_before_building(tmp_path, monkeypatch):
+    """An unreachable --ray fails before the design is elaborated (the module check needs it)
+    and before the coverage run (minutes)."""
+    import memwall.mutate as mutate_module
+    from memwall.command import UsageError
+
+    def no_build(config):
+        raise AssertionError("the design was built before --ray was checked")
+
+    monkeypatch.setattr(mutate_module, "_design", no_build)
+    with pytest.raises(UsageError, match="--ray 127.0.0.1:1: cannot connect"):
+        mutate_module.mutate("dplena32", ["nope"], ray="127.0.0.1:1", root=tmp_path,
+                             record_root=tmp_path)
+
+
+def test_message_mutate_max_speaks_of_mutants(tmp_path):
+    message = memwall(tmp_path, "mutate", "dplena32", "--max", "5000").error()
+    assert "5000 mutants per module; at most 1000" in message
+
+
 # --- misleading messages ------------------------------------------------------------------
 
 def test_message_non_zip_inputs_is_not_called_a_pickle(tmp_path):
