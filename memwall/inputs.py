@@ -240,13 +240,15 @@ def check_keys(raw: Any, where: str, allowed: Iterable[str] | None,
 class ArraySpec:
     """What one member of an ``.npz`` may be, checked from its header before it is loaded.
 
-    ``max_shape`` gives the largest size of each axis (its length is the rank); ``expect`` is
+    ``max_shape`` gives the largest size of each axis (its length is the rank), ``min_shape``
+    the smallest (default: 1 for every axis, as an empty axis is no work to do); ``expect`` is
     the phrase used in messages (``"(B, L, V) float32"``).
     """
     dtypes: tuple[np.dtype, ...]
     max_shape: tuple[int, ...]
     expect: str
     required: bool = True
+    min_shape: tuple[int, ...] | None = None
 
 
 #: Members of an .npz we look at; more would be a hostile directory, not data.
@@ -324,10 +326,16 @@ def load_npz(path, specs: Mapping[str, ArraySpec], *, what: str = "input",
             if len(shape) != len(spec.max_shape):
                 raise InputError(f"{label}: array {key!r} has shape {shape}; expected "
                                  f"{spec.expect}")
-            for axis, (size, limit) in enumerate(zip(shape, spec.max_shape, strict=True)):
+            smallest = spec.min_shape or (1,) * len(shape)
+            for axis, (size, low, limit) in enumerate(zip(shape, smallest, spec.max_shape,
+                                                           strict=True)):
                 if size > limit:
                     raise InputError(f"{label}: array {key!r} has shape {shape}; axis {axis} "
                                      f"may be at most {limit:,} ({spec.expect})")
+                if size < low:
+                    raise InputError(f"{label}: array {key!r} has shape {shape}; axis {axis} "
+                                     f"must have at least {low} element{'s' * (low != 1)} "
+                                     f"({spec.expect}): there is no work to do")
             nbytes = math.prod(shape) * dtype.itemsize
             if info.file_size != header + nbytes:
                 raise InputError(f"{label}: array {key!r} declares shape {shape} "
@@ -342,7 +350,10 @@ def load_npz(path, specs: Mapping[str, ArraySpec], *, what: str = "input",
         for key, info in checked.items():
             try:
                 with archive.open(info) as f:
-                    arrays[key] = np.lib.format.read_array(f, allow_pickle=False)
+                    # C order, whatever the file's (Fortran order is valid .npy data): the
+                    # models view the arrays' bytes.
+                    arrays[key] = np.ascontiguousarray(
+                        np.lib.format.read_array(f, allow_pickle=False))
             except (ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error) as exc:
                 raise InputError(f"{label}: array {key!r} is damaged ({exc})") from None
         return arrays

@@ -51,6 +51,11 @@ from memwall.golden.pim.macro import (
     energy,
 )
 from memwall.golden.pim.mapping import Schedule
+from memwall.inputs import InputError
+
+
+class NoSchedule(InputError, ValueError):
+    """No schedule of the GEMM fits the config's macro and buffer: bad input (exit 2)."""
 
 __all__ = ["counts", "evaluate", "search", "compare", "candidates", "tile_sizes",
            "peak_psum_closed_form", "sram_energy", "run_json", "as_json", "format_report"]
@@ -389,8 +394,9 @@ def search(cfg, M: int, K: int, N: int, *, ones: float | None = None, levels=Non
     levels = list(range(cfg.levels)) if levels is None else list(levels)
     bound, code, tm, tk, tn, vpd = _bounds(cfg, M, K, N, levels, ones, gating)
     if not len(bound):
-        raise ValueError(f"no schedule of {M}x{K}x{N} fits config {cfg.name}: the macro has "
-                         f"{cfg.rows} rows, the buffer {cfg.buffer_bits} bits")
+        raise NoSchedule(f"no schedule of {M}x{K}x{N} fits config {cfg.name}: the macro has "
+                         f"{cfg.rows} rows, the buffer {cfg.buffer_bits} bits (a larger "
+                         f"buffer_kib or more rows fits more)")
     order = np.lexsort((vpd, tn, tk, tm, code, bound))
     best, evaluated = None, 0
     for i in order:

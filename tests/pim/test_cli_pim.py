@@ -67,7 +67,33 @@ BAD = {
     "b_float": (lambda a, b: (a, b.astype(np.float32)), "'b'", "integer"),
     "k_mismatch": (lambda a, b: (a, b[:-1]), "a's columns", ""),
     "a_3d": (lambda a, b: (a[None], b), "'a'", "2-D"),
+    "a_no_rows": (lambda a, b: (a[:0], b), "'a'", "at least 1 element"),
 }
+
+
+def test_golden_pim_takes_fortran_ordered_operands(tmp_path):
+    """Fortran order is valid .npy data: read as the same matrix (it crashed a byte view)."""
+    cfg = load_config("pim_small")
+    a, b = _operands(cfg)
+    np.savez(tmp_path / "in.npz", a=np.asfortranarray(a), b=np.asfortranarray(b))
+    assert main(["golden", "pim", "--config", "pim_small", "--inputs", str(tmp_path / "in.npz"),
+                 "--out", str(tmp_path / "out.npz")]) == 0
+    with np.load(tmp_path / "out.npz") as out:
+        assert np.array_equal(out["c"], a.astype(np.int64) @ b.astype(np.int64))
+
+
+def test_a_buffer_that_holds_nothing_is_a_config_error(tmp_path, capsys):
+    (tmp_path / "p.yaml").write_text("unit: pim\nbuffer_kib: 1.0e-300\n")
+    assert main(["model", "pim", "--config", str(tmp_path / "p.yaml"), "--gemm", "8,8,8"]) == 2
+    err = capsys.readouterr().err
+    assert "buffer_kib: 1e-300" in err and "at least one 32-bit partial sum" in err
+
+
+def test_a_gemm_no_schedule_fits_is_bad_input(tmp_path, capsys):
+    (tmp_path / "p.yaml").write_text("unit: pim\nbuffer_kib: 0.004\n")
+    assert main(["model", "pim", "--config", str(tmp_path / "p.yaml"), "--gemm", "64,64,64"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memwall: error: no schedule of 64x64x64 fits") and "buffer" in err
 
 
 @pytest.mark.parametrize("verb", ["golden", "run"])

@@ -158,6 +158,10 @@ class PimConfig(UnitConfig):
                                      "fraction of 1 input bits the scheduler assumes without data")
 
     def __post_init__(self):
+        if self.buffer_bits < self.acc_bits:
+            raise ConfigError(f"buffer_kib: {self.buffer_kib} — holds {self.buffer_bits} bits; "
+                              f"the buffer must hold at least one {self.acc_bits}-bit partial "
+                              f"sum ({self.acc_bits / 8192:.6g} KiB)")
         if self.fields < 1:
             raise ConfigError(f"cols: {self.cols} — the row ({self.width} columns) must hold at "
                               f"least one {self.field_bits}-bit field")
