@@ -42,6 +42,7 @@ import numpy as np
 
 from memwall.families.rdxe.config import MAX_TOKENS, peak_ops_per_cycle
 from memwall.golden.common import fixedpoint as fx
+from memwall.inputs import InputError
 
 __all__ = [
     "MODES", "MAX_TOKENS", "STATIC_BITS", "static_factor", "static_rc", "gemv_acc", "vac_out",
@@ -194,6 +195,49 @@ def attention_reference(q, k, v) -> np.ndarray:
 
 # --- quantisation (host side) -----------------------------------------------------------------
 
+class QuantiseError(InputError, ValueError):
+    """Float operands (or an option) outside what the host-side quantisation and the datapath's
+    factors can hold: bad input, named with the array and position or the factor."""
+
+
+#: The largest magnitude of each float tensor must be 0 or in [2**-400, 2**400]: then every
+#: square and product of two tensors' scales the host computes in float64 (RMSNorm's
+#: ``x * x``, ``w * gamma``, ``s_q * s_k``, ``d * eps / s_x**2``), times a dimension of up to
+#: 2**16, stays a normal float64.
+MAGNITUDE_LIMIT = 2.0 ** 400
+#: An RC or static factor is exact (not clamped) in [RC_MIN, RC_MAX): a 25-bit mantissa with
+#: a shift of 0..63 (:func:`memwall.golden.common.fixedpoint.rc_from_float`).
+RC_MIN = 2.0 ** (fx.RC_MANT_BITS - 1 - fx.RC_SHIFT_MAX)
+RC_MAX = 2.0 ** fx.RC_MANT_BITS
+
+
+def check_operands(arrays: dict) -> None:
+    """Each float tensor's values finite and its largest magnitude 0 or within
+    [1 / MAGNITUDE_LIMIT, MAGNITUDE_LIMIT]; :class:`QuantiseError` names the array and the
+    position otherwise."""
+    for name, a in arrays.items():
+        a = np.asarray(a, np.float64)
+        bad = np.argwhere(~np.isfinite(a) | (np.abs(a) > MAGNITUDE_LIMIT))
+        if bad.size:
+            at = tuple(int(i) for i in bad[0])
+            raise QuantiseError(f"{name}[{', '.join(map(str, at))}] = {a[at]:g}: values must "
+                                f"be finite with magnitude at most 2**400 ({MAGNITUDE_LIMIT:.3g})")
+        top = float(np.max(np.abs(a))) if a.size else 0.0
+        if 0 < top < 1 / MAGNITUDE_LIMIT:
+            raise QuantiseError(f"{name}: largest magnitude {top:g} is below 2**-400 "
+                                f"({1 / MAGNITUDE_LIMIT:.3g}); the scale's square would not be "
+                                "a normal float64 (scale the tensor up, or give zeros)")
+
+
+def _factor(name: str, value: float, set_by: str) -> float:
+    """``value`` if an RC factor holds it exactly; :class:`QuantiseError` otherwise."""
+    if not (np.isfinite(value) and (value == 0 or RC_MIN <= value < RC_MAX)):
+        raise QuantiseError(f"{name} = {value:g}, set by {set_by}, is outside what an RC "
+                            f"factor holds, [{RC_MIN:g}, {RC_MAX:g}) (a 25-bit mantissa, "
+                            "shift 0..63)")
+    return value
+
+
 def _scale(a) -> float:
     """Symmetric INT8 scale: ``max|a| / 127`` (1 for an all-zero array)."""
     top = float(np.max(np.abs(a))) if np.size(a) else 0.0
@@ -227,14 +271,24 @@ class QuantRmsnormGemv:
 
 
 def quantise_rmsnorm_gemv(x, gamma, w, eps: float) -> QuantRmsnormGemv:
+    """Raises :class:`QuantiseError` for operands or an ``eps`` the datapath cannot hold."""
     x, gamma, w = (np.asarray(a, np.float64) for a in (x, gamma, w))
+    check_operands({"x": x, "gamma": gamma, "w": w})
+    if not (np.isfinite(eps) and eps > 0):
+        raise QuantiseError(f"eps {eps:g}: must be a finite number > 0")
     d = x.shape[0]
     s_x = _scale(x)
     xq = _q8(x, s_x)
     merged = w * gamma[None, :]
     s_wm, s_w, s_g = _scale(merged), _scale(w), _scale(gamma)
     wmq, wq, gq = _q8(merged, s_wm), _q8(w, s_w), _q8(gamma, s_g)
-    eps_sum = int(min(U32_MAX, round(d * eps / (s_x * s_x))))
+    # The datapath adds eps as d * eps in x's squared LSBs, in a 32-bit register.
+    eps_lsbs = d * eps / (s_x * s_x)
+    if eps_lsbs > U32_MAX:
+        raise QuantiseError(f"eps {eps:g}: d * eps is {eps_lsbs:.4g} of x's squared LSBs, past "
+                            f"the 32-bit epsilon register ({U32_MAX}); with this x, eps may be "
+                            f"at most {U32_MAX * s_x * s_x / d:.4g}")
+    eps_sum = int(round(eps_lsbs))
     xd = xq * s_x
     rms = np.sqrt(np.mean(xd * xd) + eps)
     y_fused = (wmq * s_wm) @ (xd / rms)
@@ -242,11 +296,15 @@ def quantise_rmsnorm_gemv(x, gamma, w, eps: float) -> QuantRmsnormGemv:
     s_h = _scale(x_hat)
     y_seq = (wq * s_w) @ (_q8(x_hat, s_h) * s_h)
     s_yf, s_ys = _scale(y_fused), _scale(y_seq)
+    set_by = "the scales of w, gamma and the output"
     return QuantRmsnormGemv(
         x=xq, w_merged=wmq, w=wq, g=gq, eps_sum=eps_sum,
-        fused_static=static_factor(s_wm * np.sqrt(d) / s_yf),
-        seq_out_static=static_factor(s_w * s_h / s_ys),
-        seq_norm_static=static_factor(s_g * np.sqrt(d) / s_h),
+        fused_static=static_factor(_factor("the fused output factor",
+                                           s_wm * np.sqrt(d) / s_yf, set_by)),
+        seq_out_static=static_factor(_factor("the sequential output factor",
+                                             s_w * s_h / s_ys, set_by)),
+        seq_norm_static=static_factor(_factor("the sequential norm factor",
+                                              s_g * np.sqrt(d) / s_h, set_by)),
         s_y_fused=s_yf, s_y_seq=s_ys,
         ref_fused=y_fused / s_yf,
         ref_seq=((wq * s_w) @ x_hat) / s_ys)
@@ -267,14 +325,21 @@ class QuantAttention:
 
 
 def quantise_attention(q, k, v) -> QuantAttention:
+    """Raises :class:`QuantiseError` for operands the datapath cannot hold."""
     q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
+    check_operands({"q": q, "k": k, "v": v})
     s_q, s_k, s_v = _scale(q), _scale(k), _scale(v)
     qq, kq, vq = _q8(q, s_q), _q8(k, s_k), _q8(v, s_v)
     dh = q.shape[1]
-    score = s_q * s_k * np.log2(np.e) / np.sqrt(dh) * (1 << fx.EXP_FRAC_BITS)
+    score = _factor("the score factor", s_q * s_k * np.log2(np.e) / np.sqrt(dh)
+                    * (1 << fx.EXP_FRAC_BITS), "the scales of q and k")
     ref = attention_reference(qq * s_q, kq * s_k, vq * s_v)
     s_o = _scale(ref)
     mant, shift = fx.rc_from_float(score)
+    set_by = "the scales of v and the output"
     return QuantAttention(q=qq, k=kq, v=vq, score_rc=(int(mant), int(shift)),
-                          out_static=static_factor(s_v / s_o),
-                          seq_out_static=static_factor(s_v / (127 * s_o)), s_o=s_o, ref=ref / s_o)
+                          out_static=static_factor(_factor("the output factor", s_v / s_o,
+                                                           set_by)),
+                          seq_out_static=static_factor(_factor("the sequential output factor",
+                                                               s_v / (127 * s_o), set_by)),
+                          s_o=s_o, ref=ref / s_o)

@@ -5,6 +5,7 @@ a message naming what is wrong, no output)."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -95,6 +96,37 @@ def test_run_rejects_what_the_config_cannot_hold(tmp_path, capsys):
     path = _attention_inputs(tmp_path / "in2.npz", dh=6)
     code, out = _run(tmp_path, "run", "attention", path)
     assert code == 2 and "head dimension 6" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("change, extra, message", [
+    (lambda a: {**a, "x": np.where(np.arange(16) == 3, 1e300, a["x"].astype(np.float64))}, (),
+     "x[3] = 1e+300: values must be finite with magnitude at most 2**400"),
+    (lambda a: {**a, "x": np.full(16, 5e-324)}, (), "x: largest magnitude 4.94066e-324"),
+    (lambda a: a, ("--eps", "1e308"), "eps 1e+308: d * eps is"),
+    (lambda a: a, ("--eps", "1e6"), "past the 32-bit epsilon register"),
+])
+def test_rmsnorm_inputs_the_datapath_cannot_hold(tmp_path, capsys, change, extra, message):
+    """Finite values whose scaling would overflow or underflow float64, an epsilon past its
+    register: one line, exit 2, no output, no warning."""
+    with np.load(_rms_inputs(tmp_path / "ok.npz")) as f:
+        arrays = change(dict(f))
+    np.savez(tmp_path / "in.npz", **arrays)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code, out = _run(tmp_path, "golden", "rmsnorm_gemv", tmp_path / "in.npz", *extra)
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists(), err
+    assert err.startswith("memwall: error: ") and message in err and len(err.splitlines()) == 1
+
+
+def test_attention_scores_past_the_rc_range(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    np.savez(tmp_path / "in.npz", q=rng.standard_normal((2, 16)) * 1e100,
+             k=rng.standard_normal((5, 2, 16)) * 1e100, v=rng.standard_normal((5, 2, 16)))
+    code, out = _run(tmp_path, "golden", "attention", tmp_path / "in.npz")
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    assert "the score factor" in err and "set by the scales of q and k" in err
 
 
 def test_bad_eps(tmp_path, capsys):

@@ -70,10 +70,16 @@ def _bf16_codes(name: str, a: np.ndarray, path) -> np.ndarray:
     if a.dtype not in _FLOATS:
         raise InputError(f"--inputs {path}: {name} is {a.dtype}; float values (rounded to "
                          "BF16) are allowed")
-    if not np.all(np.isfinite(a)):
-        raise InputError(f"--inputs {path}: {name} holds NaN or infinite values; finite "
-                         "numbers are allowed")
-    return np.asarray(a, np.float32).astype(ml_dtypes.bfloat16).view(np.uint16).astype(np.int64)
+    with np.errstate(over="ignore"):   # an overflow is found below, by position
+        bf16 = np.asarray(a, np.float64).astype(np.float32).astype(ml_dtypes.bfloat16)
+    bad = np.argwhere(~np.isfinite(bf16.astype(np.float64)))
+    if bad.size:
+        at = tuple(int(i) for i in bad[0])
+        top = float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)
+        raise InputError(f"--inputs {path}: {name}[{', '.join(map(str, at))}] = {a[at]:g} is "
+                         f"not a finite BF16 number; finite values of magnitude at most "
+                         f"{top:.5g} (BF16's largest, after rounding) are allowed")
+    return bf16.view(np.uint16).astype(np.int64)
 
 
 def _int8_codes(name: str, a: np.ndarray, path) -> np.ndarray:
