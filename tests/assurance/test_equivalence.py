@@ -13,6 +13,8 @@ import pytest
 from memwall import equivalence
 from memwall.equivalence import READ_DESIGN, check_equivalence, run_yosys
 
+pytestmark = pytest.mark.tool   # every test here runs Yosys, OpenSTA or SymbiYosys
+
 # ``t`` is a don't care (full_case, no arm) only where ``y`` takes ``a`` instead. ``y`` starts
 # at 0, as every register Amaranth writes does (an unset start would differ between the copies).
 DESIGN = """\

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import Out
@@ -29,6 +30,7 @@ class DropsValid(wiring.Component):
         return m
 
 
+@pytest.mark.tool
 def test_protocol_violation_gives_a_counterexample(tmp_path):
     r = run_property(stream_protocol("drops_valid", DropsValid, "negative control", depth=5),
                      tmp_path / "neg")
@@ -36,6 +38,7 @@ def test_protocol_violation_gives_a_counterexample(tmp_path):
     assert Path(r["trace"]).is_file()
 
 
+@pytest.mark.tool
 def test_kv_buffer_streams_proved_by_induction(tmp_path):
     r = run_property(stream_protocol(
         "kvbuf_small", lambda: KvWriteBuffer(2, 64, 16, 4, 4), "2 slots of 64 B", depth=8),

@@ -135,6 +135,7 @@ endmodule
 """
 
 
+@pytest.mark.tool
 def test_a_bit_tied_to_the_constant_it_holds_is_no_change(tmp_path):
     """A survivor whose Verilog, written back, is the unmutated module's is equivalent with no
     check: tying bit 0 of ``c``'s input (1 in 5) to 1 is such a mutant, tying bit 1 (0) to 1

@@ -62,6 +62,7 @@ def test_every_stream_component_has_a_protocol_property():
     assert set(FAST) | set(SLOW) <= names
 
 
+@pytest.mark.tool
 @pytest.mark.parametrize("name", FAST)
 def test_fast_proofs_hold(name, tmp_path):
     result = run_property(_prop(name), tmp_path / name)
@@ -93,12 +94,14 @@ class LeakyLane(wiring.Component):
         return m
 
 
+@pytest.mark.tool
 def test_sideband_data_must_be_held(tmp_path):
     result = run_property(stream_protocol("leaky_sideband", LeakyLane, "negative control",
                                           depth=4, sideband={"o": ("y",)}), tmp_path / "y")
     _fails_with_trace(result)
 
 
+@pytest.mark.tool
 def test_handshake_data_must_be_held(tmp_path):
     result = run_property(stream_protocol(
         "leaky_handshake", LeakyLane, "negative control", depth=4,
@@ -120,6 +123,7 @@ class SwappedLane(SelectLane):
         return m
 
 
+@pytest.mark.tool
 def test_select_function_refutes_a_swapped_select(tmp_path):
     def swapped():
         return LaneArray(lane_factory=lambda: SwappedLane(32), count=1,
@@ -132,6 +136,7 @@ def test_select_function_refutes_a_swapped_select(tmp_path):
 
 # --- reduction: the first index among equal maxima ----------------------------------------------
 
+@pytest.mark.tool
 def test_tree_refutes_the_last_index_rule(tmp_path):
     """The tree keeps the first of equal maxima, so expecting the last one fails."""
     prop = Property("tree_last", lambda: ReductionTreeHarness(4, CFG.stages.add_fp32, "last"),
@@ -139,6 +144,7 @@ def test_tree_refutes_the_last_index_rule(tmp_path):
     _fails_with_trace(run_property(prop, tmp_path / "tree"))
 
 
+@pytest.mark.tool
 def test_accumulator_refutes_the_later_chunk_rule(tmp_path):
     """Across chunks the earlier maximum stands, so a reference letting the later one win a
     tie fails."""

@@ -19,6 +19,8 @@ from memwall.flows.errors import PdkError
 from memwall.flows.flow import run_flow
 from memwall.flows.pdk import find_pdk
 
+pytestmark = pytest.mark.tool   # every test here runs Yosys, OpenSTA or SymbiYosys
+
 GATES = json.loads((paths.REPO / "flows" / "gates.json").read_text())
 
 

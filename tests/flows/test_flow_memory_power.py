@@ -89,6 +89,7 @@ def test_two_port_memory_by_hand(tmp_path):
     assert "1R1W" in rec["method"]
 
 
+@pytest.mark.tool
 def test_asap7_fakeram_from_a_module_run():
     """The flow's path on ASAP7's fakeram7_64x21 (clk 1.345 pJ rise and fall, leakage 128.9 uW,
     0.013 pJ per input-pin transition): enables read from the module's power run."""

@@ -65,6 +65,7 @@ def test_read_netlist(tmp_path):
         netlist.read_netlist(tmp_path / "missing.json", "top")
 
 
+@pytest.mark.tool
 def test_verilog_through_yosys_merges_assigned_nets():
     text = """
 module m(a, y, z);

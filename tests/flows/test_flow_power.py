@@ -39,6 +39,7 @@ def _pdk_or_skip(name: str):
 # --------------------------------------------------------------------------------------------
 # Calibration: the flow's OpenSTA power of a reference circuit against the hand computation.
 
+@pytest.mark.tool
 @needs_sta
 @pytest.mark.parametrize("pdk_name", PDKS)
 def test_calibration_within_10_percent(pdk_name, tmp_path):
@@ -49,6 +50,7 @@ def test_calibration_within_10_percent(pdk_name, tmp_path):
         assert result["ratio"][k] == pytest.approx(1.0, abs=0.10), (pdk_name, k, result)
 
 
+@pytest.mark.tool
 @needs_sta
 def test_asap7_clock_in_library_unit(tmp_path):
     """ASAP7 counts time in ps: the flow's period (1000 ps for 1 ns) gives the hand value, the
@@ -64,6 +66,7 @@ def test_asap7_clock_in_library_unit(tmp_path):
     assert traps["macro_first"].startswith("refused")
 
 
+@pytest.mark.tool
 @needs_sta
 def test_sky130hd_internal_power_is_not_zero(tmp_path):
     """The flow's sky130hd internal power is non-zero and right; the trap (no operating
@@ -296,6 +299,7 @@ endmodule
 """
 
 
+@pytest.mark.tool
 def test_parse_netlist_bits_and_aliases():
     parent = netlist_from_verilog(NETLIST, "parent")
     assert [p for p, _, _ in parent.ports] == ["clk", "x", "odd.name", "out"]
@@ -309,6 +313,7 @@ def test_parse_netlist_bits_and_aliases():
     assert netlist_from_verilog(NETLIST, "child").port_indices("a") == [1, 0]
 
 
+@pytest.mark.tool
 def test_rewrite_cuts_children_to_boundary_ports():
     pdk = _pdk_or_skip("nangate45")
     cells = pdk_cell_library(pdk)
@@ -334,6 +339,7 @@ def test_rewrite_cuts_children_to_boundary_ports():
     assert 0.3 < t < 0.75 and 0.3 < d < 0.7
 
 
+@pytest.mark.tool
 def test_black_box_memory_is_cut_out():
     """A memory black box (no Liberty cell): its outputs become sources, no crash, no power."""
     pdk = _pdk_or_skip("nangate45")
@@ -359,6 +365,7 @@ endmodule
     assert any(p.startswith("memwall_ci") for p in run.output_loads)   # wd into the memory
 
 
+@pytest.mark.tool
 def test_simulated_activity_is_exact_where_the_formula_is_not():
     """XOR of a signal with itself through two paths is 0: reconvergence handled."""
     pdk = _pdk_or_skip("nangate45")
@@ -452,6 +459,7 @@ def test_liberty_reader_units_and_tables():
 # --------------------------------------------------------------------------------------------
 # A whole (tiny) hierarchical run.
 
+@pytest.mark.tool
 @needs_sta
 def test_run_sta_on_a_small_hierarchy(tmp_path):
     pdk = _pdk_or_skip("nangate45")

@@ -153,6 +153,7 @@ def test_flat_sta_times_across_every_boundary(chain, flat):
     assert "(in)" not in path["text"] and "(out)" not in path["text"]
 
 
+@pytest.mark.tool
 def test_context_boundaries_agree_with_flat_timing(chain, flat):
     period = PERIOD_NS
     context = _sta(chain, "context")

@@ -230,6 +230,7 @@ def _memory_modules(ram_gen):
     return sync, asynchronous
 
 
+@pytest.mark.tool
 def test_memory_maps_to_the_cheapest_fakeram_arrangement(ram_gen, tmp_path):
     pdk = _pdk("asap7")
     result = synthesize(ram_gen, pdk, PERIOD_NS, tmp_path / "out", progress=QUIET)
@@ -267,6 +268,7 @@ def test_memory_maps_to_the_cheapest_fakeram_arrangement(ram_gen, tmp_path):
         sum(e["own_um2"] * e["instances"] for e in result["area_by_module"].values()))
 
 
+@pytest.mark.tool
 def test_memory_is_unmapped_on_a_pdk_without_macros(ram_gen, tmp_path):
     pdk = _pdk("sky130hd")
     assert not pdk.macros
@@ -305,6 +307,7 @@ def _broken_gen(tmp_path):
     return gen
 
 
+@pytest.mark.tool
 def test_a_yosys_error_raises_flow_error_with_the_log_tail(tmp_path):
     pdk = _pdk("sky130hd")
     with pytest.raises(FlowError) as info:

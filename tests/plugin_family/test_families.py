@@ -110,6 +110,7 @@ def test_tiny_family_run(tmp_path):
 
 
 @pytest.mark.sim
+@pytest.mark.tool   # memwall synth and report in a subprocess
 def test_tiny_family_synth_and_report(tmp_path):
     """``memwall report --run`` synthesises the family's matrix (its power workload simulated
     for activity) and writes its rows and its own section."""

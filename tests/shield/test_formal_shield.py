@@ -39,24 +39,28 @@ def test_shield_small_declares_unbounded_proofs():
     assert all(p.mode == "prove" for p in props.values())
 
 
+@pytest.mark.tool
 @pytest.mark.parametrize("bank", ["standard", "relaxed"])
 def test_shield_small_refresh_proved(tmp_path, bank):
     r = run_property(retention_property(load_config("shield_small"), bank), tmp_path / bank)
     assert r["status"] == "proved", r
 
 
+@pytest.mark.tool
 def test_shield_small_streams_proved(tmp_path):
     prop = shield_props.properties(load_config("shield_small"))[0]
     assert prop.name == "shield_controller_streams"
     assert run_property(prop, tmp_path / "streams")["status"] == "proved"
 
 
+@pytest.mark.tool
 def test_shared_row_refresh_proved(tmp_path):
     assert TINY.bank_rows == {"standard": 3, "relaxed": 2, "refreshless": 1}
     r = run_property(retention_property(TINY, "standard"), tmp_path / "tiny")
     assert r["status"] == "proved", r
 
 
+@pytest.mark.tool
 def test_bound_is_tight(tmp_path):
     """Claiming one cycle less than the interval fails: a row live throughout is T old at
     each refresh (the proof is not vacuous)."""
@@ -66,6 +70,7 @@ def test_bound_is_tight(tmp_path):
     assert _failed_asserts(r) and all("# retention" in a for a in _failed_asserts(r))
 
 
+@pytest.mark.tool
 @pytest.mark.parametrize("bank", ["standard", "relaxed"])
 def test_late_refresh_fails(tmp_path, bank):
     """A controller refreshing at twice its interval (its interval_scale hook) breaks the
