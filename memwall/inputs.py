@@ -352,8 +352,8 @@ def load_npz(path, specs: Mapping[str, ArraySpec], *, what: str = "input",
                 with archive.open(info) as f:
                     # C order, whatever the file's (Fortran order is valid .npy data): the
                     # models view the arrays' bytes.
-                    arrays[key] = np.ascontiguousarray(
-                        np.lib.format.read_array(f, allow_pickle=False))
+                    array = np.lib.format.read_array(f, allow_pickle=False)
+                arrays[key] = array if array.flags.c_contiguous else np.ascontiguousarray(array)
             except (ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error) as exc:
                 raise InputError(f"{label}: array {key!r} is damaged ({exc})") from None
         return arrays

@@ -299,10 +299,10 @@ def bf16_recip(bits) -> np.ndarray:
 
     Specials: ``±0 -> ±inf``, ``±inf -> ±0``, NaN -> ``0x7FC0``.
 
-    Measured exhaustively over all 65536 inputs (``python -m
-    memwall.golden.common.transcendental``): max error 0.4980 ulp over the inputs whose exact result
-    is a normal BF16 number; all 65280 finite inputs (100 %) correctly rounded, subnormal inputs and
-    outputs included.
+    Measured exhaustively over all 65536 inputs
+    (``python -m memwall.golden.common.transcendental``):
+    max error 0.4980 ulp over the inputs whose exact result is a normal BF16 number; all 65280
+    finite inputs (100 %) correctly rounded, subnormal inputs and outputs included.
 
     Parameters
     ----------

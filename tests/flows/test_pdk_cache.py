@@ -262,6 +262,7 @@ def _tcl_interpreters() -> list[list[str]]:
     return found
 
 
+@pytest.mark.tool   # one of the interpreters is OpenSTA's
 @pytest.mark.parametrize("interpreter", _tcl_interpreters() or [None],
                          ids=lambda i: i[0] if i else "none")
 def test_tcl_word_round_trips(tmp_path, interpreter):
