@@ -80,12 +80,12 @@ class SearchBound:
 
     ``candidates``: the grid's size times the VPD levels, counted first; ``eval_steps``: the
     steps of the largest exact evaluation (its memory); ``search_steps``: the steps of every
-    evaluation the search may make, plus :data:`EVAL_OVERHEAD_STEPS` each (its time). None:
-    unbounded (the report's paper workloads).
+    evaluation the search may make, plus :data:`EVAL_OVERHEAD_STEPS` each (its time; shared by
+    the two searches of :func:`compare`). None: unbounded (the report's paper workloads).
     """
     candidates: int | None = 8_000_000
     eval_steps: int | None = 1 << 23
-    search_steps: int | None = 10_000_000
+    search_steps: int | None = 6_000_000
 
     @classmethod
     def allowing(cls, steps: int) -> SearchBound:
@@ -450,6 +450,12 @@ def _steps(M: int, K: int, N: int, tm, tk, tn):
     return -(-M // tm) * (-(-K // tk)) * (-(-N // tn))
 
 
+def _tile_rows(cfg, s: Schedule) -> int:
+    """Macro rows a full weight tile of ``s`` takes."""
+    F, P = cfg.fields, cfg.planes
+    return int(P * (s.tk * -(-s.tn // F) if cfg.row_wise else s.tn * -(-s.tk // F)))
+
+
 def _count(cfg, M: int, K: int, N: int) -> int:
     """Candidates of the search space that fit (one VPD level), without their energies."""
     return sum(len(tm) for _c, _o, tm, _k, _n in _chunks(cfg, M, K, N))
@@ -537,7 +543,7 @@ def search(cfg, M: int, K: int, N: int, *, ones: float | None = None, levels=Non
                 above = upto
                 continue
         break
-    best.update(searched=searched, evaluated=evaluated,
+    best.update(searched=searched, evaluated=evaluated, work_steps=work,
                 seconds=time.perf_counter() - begin)
     return best
 
@@ -556,8 +562,25 @@ def compare(cfg, M: int, K: int, N: int, *, ones: float | None = None,
       choice, so energy never increases along it.
     * Neural-Cache-like SRAM: the proposed schedule's counters on 6T SRAM (:func:`sram_energy`).
     """
-    naive = search(cfg, M, K, N, ones=ones, levels=[0], gating=False, refresh="off",
-                   bound=bound)["schedule"]
+    naive_search = search(cfg, M, K, N, ones=ones, levels=[0], gating=False, refresh="off",
+                          bound=bound)
+    naive = naive_search["schedule"]
+    if bound.search_steps is not None:   # one budget for both searches and the baselines
+        # The eDRAM baseline walks every row write and every refresh of the naive schedule
+        # in Python (refresh "all"): at most its cycles / interval x the rows written, each
+        # charged as a step; then it is evaluated at each VPD level and gated.
+        tiles = int(_steps(M, K, N, naive.tm, naive.tk, naive.tn))
+        written = tiles * _tile_rows(cfg, naive)
+        cycles = counts(cfg, naive, ones=ones, refresh="off")["cycles"]
+        refreshes = cycles // cfg.refresh_interval(0) * min(cfg.rows, written)
+        baselines = written + refreshes + (cfg.levels + 2) * (tiles + EVAL_OVERHEAD_STEPS)
+        left = bound.search_steps - naive_search["work_steps"] - baselines
+        if left <= 0:
+            raise _too_large(f"needs about {baselines:,} steps for the eDRAM baseline of its "
+                             f"naive schedule ({tiles:,} tiles, up to {refreshes:,} row "
+                             f"refreshes walked), past its bound of {bound.search_steps:,}",
+                             M, K, N, cfg, f"{cycles:,} cycles")
+        bound = dataclasses.replace(bound, search_steps=left)
     base = evaluate(cfg, naive, ones=ones, gating=False, refresh="all")
     skip = evaluate(cfg, naive, ones=ones, gating=False)
     vpd = min((evaluate(cfg, dataclasses.replace(naive, vpd=v), ones=ones, gating=False)
