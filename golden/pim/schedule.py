@@ -53,12 +53,54 @@ from memwall.golden.pim.macro import (
 from memwall.golden.pim.mapping import Schedule
 from memwall.inputs import InputError
 
+__all__ = ["counts", "evaluate", "search", "compare", "candidates", "tile_sizes",
+           "peak_psum_closed_form", "sram_energy", "run_json", "as_json", "format_report",
+           "NoSchedule", "SearchTooLarge", "SearchBound", "DEFAULT_BOUND"]
+
 
 class NoSchedule(InputError, ValueError):
     """No schedule of the GEMM fits the config's macro and buffer: bad input (exit 2)."""
 
-__all__ = ["counts", "evaluate", "search", "compare", "candidates", "tile_sizes",
-           "peak_psum_closed_form", "sram_energy", "run_json", "as_json", "format_report"]
+
+class SearchTooLarge(InputError, ValueError):
+    """The search would pass its work bound (:class:`SearchBound`): bad input (exit 2), with
+    the estimate."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchBound:
+    """What one :func:`search` may cost, checked before the work it bounds.
+
+    The search walks the tile grid in chunks of :data:`CHUNK` candidates (its memory does not
+    grow with their number), twice: once for the candidate of the lowest refresh-free energy
+    bound, whose exact energy ``E1`` it then evaluates, and once to keep the candidates whose
+    bound is at most ``E1``: only those can be the optimum, and they are all the search will
+    evaluate exactly. Measured here: about 0.6 µs a candidate a pass, and an exact evaluation
+    about 1.6-3.5 µs and 214 bytes a step (a step: one (m, k, n) tile of the loop nest).
+
+    ``candidates``: the grid's size times the VPD levels, counted first; ``eval_steps``: the
+    steps of the largest exact evaluation (its memory); ``search_steps``: the steps of every
+    evaluation the search may make, plus :data:`EVAL_OVERHEAD_STEPS` each (its time; shared by
+    the two searches of :func:`compare`). None: unbounded (the report's paper workloads).
+    """
+    candidates: int | None = 8_000_000
+    eval_steps: int | None = 1 << 23
+    search_steps: int | None = 6_000_000
+
+    @classmethod
+    def allowing(cls, steps: int) -> SearchBound:
+        """``--max-search-steps``: ``steps`` for the search and for one evaluation in it, and
+        as many candidates (at least the default's)."""
+        return cls(candidates=max(cls.candidates, steps), eval_steps=steps, search_steps=steps)
+
+
+#: The bound of the CLI's searches: within a minute and 2 GiB here.
+DEFAULT_BOUND = SearchBound()
+UNBOUNDED = SearchBound(None, None, None)
+#: Candidates a chunk of the grid walk holds.
+CHUNK = 1 << 20
+#: An exact evaluation's fixed cost, in steps (about 1 ms).
+EVAL_OVERHEAD_STEPS = 500
 
 
 def _ceil(a: int, b: int) -> int:
@@ -343,25 +385,42 @@ def _key(e: dict) -> tuple:
     return (e["energy"]["total"], e["cycles"], s.order_code, s.tm, s.tk, s.tn, s.vpd)
 
 
-def _grid(cfg, M: int, K: int, N: int) -> dict[str, tuple[np.ndarray, ...]]:
-    """Per loop order, the (tm, tk, tn) arrays of the search space that fit."""
+def _pairs(cfg, K: int, N: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (tk, tn) tile pairs whose weight tile fits the macro's rows and input beats."""
     tk, tn = np.meshgrid(tile_sizes(K, None if cfg.row_wise else cfg.fields),
                          tile_sizes(N, cfg.fields if cfg.row_wise else None), indexing="ij")
     tk, tn = tk.ravel().astype(np.int64), tn.ravel().astype(np.int64)
     F, P = cfg.fields, cfg.planes
     rows = P * (tk * -(-tn // F) if cfg.row_wise else tn * -(-tk // F))
     keep = (rows <= cfg.rows) & (-(-tk // F) <= cfg.input_beats)
-    tk, tn = tk[keep], tn[keep]
+    return tk[keep], tn[keep]
+
+
+def _chunks(cfg, M: int, K: int, N: int):
+    """The search space that fits, as ``(order code, order, tm, tk, tn)`` arrays of at most
+    about :data:`CHUNK` candidates each (every order, tm-major)."""
+    tk0, tn0 = _pairs(cfg, K, N)
     tms = np.asarray(tile_sizes(M), dtype=np.int64)
-    tm = np.repeat(tms, len(tk))
-    tk, tn = np.tile(tk, len(tms)), np.tile(tn, len(tms))
-    out = {}
-    for order in ORDERS:
-        need = tm * tk * cfg.input_bits \
-            + _peak_psum(order, M, N, tm, tn, -(-K // tk)) * cfg.acc_bits
-        fit = need <= cfg.buffer_bits
-        out[order] = (tm[fit], tk[fit], tn[fit])
-    return out
+    per = max(1, CHUNK // max(1, len(tk0)))
+    for code, order in enumerate(ORDERS):
+        for start in range(0, len(tms), per):
+            part = tms[start:start + per]
+            tm = np.repeat(part, len(tk0))
+            tk, tn = np.tile(tk0, len(part)), np.tile(tn0, len(part))
+            need = tm * tk * cfg.input_bits \
+                + _peak_psum(order, M, N, tm, tn, -(-K // tk)) * cfg.acc_bits
+            fit = need <= cfg.buffer_bits
+            yield code, order, tm[fit], tk[fit], tn[fit]
+
+
+def _grid(cfg, M: int, K: int, N: int) -> dict[str, tuple[np.ndarray, ...]]:
+    """Per loop order, the (tm, tk, tn) arrays of the search space that fit (whole: for
+    small GEMMs and the tests)."""
+    parts: dict[str, list] = {order: [] for order in ORDERS}
+    for _code, order, tm, tk, tn in _chunks(cfg, M, K, N):
+        parts[order].append((tm, tk, tn))
+    return {order: tuple(np.concatenate(column) for column in zip(*chunks, strict=True))
+            for order, chunks in parts.items()}
 
 
 def candidates(cfg, M: int, K: int, N: int, levels=None) -> list[Schedule]:
@@ -372,49 +431,127 @@ def candidates(cfg, M: int, K: int, N: int, levels=None) -> list[Schedule]:
             for a, b, c in zip(tm, tk, tn, strict=True) for v in levels]
 
 
-def _bounds(cfg, M, K, N, levels, ones, gating):
-    """Refresh-free energy of every candidate (exact but for the refreshes, which only add),
-    as arrays: bound, order index, tm, tk, tn, vpd."""
-    parts = []
-    for code, (order, (tm, tk, tn)) in enumerate(_grid(cfg, M, K, N).items()):
+def _bounded_chunks(cfg, M, K, N, levels, ones, gating):
+    """Per chunk of :func:`_chunks`, the refresh-free energy of its candidates at every VPD
+    level (exact but for the refreshes, which only add), as arrays: bound, order index, tm,
+    tk, tn, vpd."""
+    for code, order, tm, tk, tn in _chunks(cfg, M, K, N):
+        if not len(tm):
+            continue
         c = _static(cfg, M, K, N, order, tm, tk, tn, ones)
         for v in levels:
             bound = energy(cfg, c, gating=gating, vpd=v)["total"]
-            parts.append((bound, np.full(len(tm), code), tm, tk, tn, np.full(len(tm), v)))
-    return [np.concatenate(column) for column in zip(*parts, strict=True)]
+            yield (np.asarray(bound, np.float64), np.full(len(tm), code), tm, tk, tn,
+                   np.full(len(tm), v))
+
+
+def _steps(M: int, K: int, N: int, tm, tk, tn):
+    """Steps of the loop nest of each candidate (its tiles: m x k x n)."""
+    return -(-M // tm) * (-(-K // tk)) * (-(-N // tn))
+
+
+def _tile_rows(cfg, s: Schedule) -> int:
+    """Macro rows a full weight tile of ``s`` takes."""
+    F, P = cfg.fields, cfg.planes
+    return int(P * (s.tk * -(-s.tn // F) if cfg.row_wise else s.tn * -(-s.tk // F)))
+
+
+def _count(cfg, M: int, K: int, N: int) -> int:
+    """Candidates of the search space that fit (one VPD level), without their energies."""
+    return sum(len(tm) for _c, _o, tm, _k, _n in _chunks(cfg, M, K, N))
+
+
+def _too_large(what: str, M: int, K: int, N: int, cfg, estimate: str) -> SearchTooLarge:
+    return SearchTooLarge(f"the schedule search of {M}x{K}x{N} on config {cfg.name} {what} "
+                          f"({estimate}); a smaller GEMM, or --max-search-steps to allow it")
+
+
+def _smallest_bound(cfg, M, K, N, levels, ones, gating, above: float, count: int) -> float:
+    """The ``count``-th smallest bound above ``above`` (inf if fewer), streaming: at most
+    ``count`` + a chunk of bounds held at once."""
+    kept = np.empty(0)
+    for bounds, *_ in _bounded_chunks(cfg, M, K, N, levels, ones, gating):
+        kept = np.concatenate([kept, bounds[bounds > above]])
+        if len(kept) > count:
+            kept = np.partition(kept, count - 1)[:count]
+    return float(kept.max()) if len(kept) >= count else np.inf
+
+
+def _pool(cfg, M, K, N, levels, ones, gating, above: float, upto: float):
+    """The candidates whose bound is in (above, upto], in search order (bound, order, tm, tk,
+    tn, VPD): arrays bound, order index, tm, tk, tn, vpd."""
+    parts = [tuple(column[(a[0] > above) & (a[0] <= upto)] for column in a)
+             for a in _bounded_chunks(cfg, M, K, N, levels, ones, gating)]
+    columns = [np.concatenate(column) for column in zip(*parts, strict=True)]
+    order = np.lexsort(tuple(reversed(columns)))
+    return [column[order] for column in columns]
 
 
 def search(cfg, M: int, K: int, N: int, *, ones: float | None = None, levels=None,
-           gating: bool = True, refresh: str = "skip") -> dict:
+           gating: bool = True, refresh: str = "skip",
+           bound: SearchBound = UNBOUNDED) -> dict:
     """The minimum-energy schedule: :func:`evaluate`'s result plus ``searched`` (candidates),
     ``evaluated`` (exact evaluations after pruning) and ``seconds``.
 
-    ``refresh="off"`` makes it a retention-unaware scheduler (the bound is then exact)."""
+    Candidates are evaluated exactly in the order of their refresh-free energy bound (ties:
+    order, tm, tk, tn, VPD) until the next bound is above the best energy found: none after
+    it can be better. The order is walked in pools of about :data:`CHUNK` candidates (each
+    pool: two streaming passes over the grid), so memory does not grow with the number of
+    candidates. ``bound`` (:class:`SearchBound`): the candidates are counted first, and a
+    search of more is refused before any work; each evaluation's steps are checked before
+    it runs, and a search whose evaluations pass ``search_steps`` stops there, saying how
+    many candidates were still left. ``refresh="off"`` makes it a retention-unaware
+    scheduler (the bound is then exact)."""
     begin = time.perf_counter()
     levels = list(range(cfg.levels)) if levels is None else list(levels)
-    bound, code, tm, tk, tn, vpd = _bounds(cfg, M, K, N, levels, ones, gating)
-    if not len(bound):
+    searched = _count(cfg, M, K, N) * len(levels)
+    if not searched:
         raise NoSchedule(f"no schedule of {M}x{K}x{N} fits config {cfg.name}: the macro has "
                          f"{cfg.rows} rows, the buffer {cfg.buffer_bits} bits (a larger "
                          f"buffer_kib or more rows fits more)")
-    order = np.lexsort((vpd, tn, tk, tm, code, bound))
-    best, evaluated = None, 0
-    for i in order:
-        if best is not None and bound[i] > best["energy"]["total"]:
-            break
-        s = Schedule(M, K, N, int(tm[i]), int(tk[i]), int(tn[i]), ORDERS[code[i]], int(vpd[i]))
-        e = evaluate(cfg, s, ones=ones, gating=gating, refresh=refresh)
-        evaluated += 1
-        if best is None or _key(e) < _key(best):
-            best = e
-    best.update(searched=len(bound), evaluated=evaluated,
+    if bound.candidates is not None and searched > bound.candidates:
+        raise _too_large(f"has {searched:,} candidates, past its bound of "
+                         f"{bound.candidates:,}", M, K, N, cfg,
+                         f"about {2 * 0.6e-6 * searched:.0f} s a pass over them")
+    best, evaluated, work, above = None, 0, 0, -np.inf
+    while best is None or above < best["energy"]["total"]:
+        upto = _smallest_bound(cfg, M, K, N, levels, ones, gating, above, CHUNK)
+        bounds, code, tm, tk, tn, vpd = _pool(cfg, M, K, N, levels, ones, gating, above, upto)
+        steps = _steps(M, K, N, tm, tk, tn)
+        for i in range(len(bounds)):
+            if best is not None and bounds[i] > best["energy"]["total"]:
+                break
+            if bound.eval_steps is not None and steps[i] > bound.eval_steps:
+                raise _too_large(f"reached a schedule of {int(steps[i]):,} steps, past its "
+                                 f"bound of {bound.eval_steps:,} for one evaluation", M, K, N,
+                                 cfg, f"about {steps[i] * 214 / 2**30:.1f} GiB for it")
+            work += int(steps[i]) + EVAL_OVERHEAD_STEPS
+            if bound.search_steps is not None and work > bound.search_steps:
+                left = int(np.sum(bounds[i:] <= best["energy"]["total"]))
+                raise _too_large(f"passed its bound of {bound.search_steps:,} steps after "
+                                 f"{evaluated:,} exact evaluations, with at least {left:,} "
+                                 "candidates still to evaluate", M, K, N, cfg,
+                                 f"{time.perf_counter() - begin:.0f} s so far")
+            s = Schedule(M, K, N, int(tm[i]), int(tk[i]), int(tn[i]), ORDERS[int(code[i])],
+                         int(vpd[i]))
+            e = evaluate(cfg, s, ones=ones, gating=gating, refresh=refresh)
+            evaluated += 1
+            if best is None or _key(e) < _key(best):
+                best = e
+        else:
+            if np.isfinite(upto):
+                above = upto
+                continue
+        break
+    best.update(searched=searched, evaluated=evaluated, work_steps=work,
                 seconds=time.perf_counter() - begin)
     return best
 
 
 # --- baselines and ablation -----------------------------------------------------------------
 
-def compare(cfg, M: int, K: int, N: int, *, ones: float | None = None) -> dict:
+def compare(cfg, M: int, K: int, N: int, *, ones: float | None = None,
+            bound: SearchBound = UNBOUNDED) -> dict:
     """The proposed schedule, the two baselines and the feature ablation of one GEMM.
 
     * eDRAM baseline: a retention-unaware scheduler (the minimum of the refresh-free energy at
@@ -425,13 +562,31 @@ def compare(cfg, M: int, K: int, N: int, *, ones: float | None = None) -> dict:
       choice, so energy never increases along it.
     * Neural-Cache-like SRAM: the proposed schedule's counters on 6T SRAM (:func:`sram_energy`).
     """
-    naive = search(cfg, M, K, N, ones=ones, levels=[0], gating=False, refresh="off")["schedule"]
+    naive_search = search(cfg, M, K, N, ones=ones, levels=[0], gating=False, refresh="off",
+                          bound=bound)
+    naive = naive_search["schedule"]
+    if bound.search_steps is not None:   # one budget for both searches and the baselines
+        # The eDRAM baseline walks every row write and every refresh of the naive schedule
+        # in Python (refresh "all"): at most its cycles / interval x the rows written, each
+        # charged as a step; then it is evaluated at each VPD level and gated.
+        tiles = int(_steps(M, K, N, naive.tm, naive.tk, naive.tn))
+        written = tiles * _tile_rows(cfg, naive)
+        cycles = counts(cfg, naive, ones=ones, refresh="off")["cycles"]
+        refreshes = cycles // cfg.refresh_interval(0) * min(cfg.rows, written)
+        baselines = written + refreshes + (cfg.levels + 2) * (tiles + EVAL_OVERHEAD_STEPS)
+        left = bound.search_steps - naive_search["work_steps"] - baselines
+        if left <= 0:
+            raise _too_large(f"needs about {baselines:,} steps for the eDRAM baseline of its "
+                             f"naive schedule ({tiles:,} tiles, up to {refreshes:,} row "
+                             f"refreshes walked), past its bound of {bound.search_steps:,}",
+                             M, K, N, cfg, f"{cycles:,} cycles")
+        bound = dataclasses.replace(bound, search_steps=left)
     base = evaluate(cfg, naive, ones=ones, gating=False, refresh="all")
     skip = evaluate(cfg, naive, ones=ones, gating=False)
     vpd = min((evaluate(cfg, dataclasses.replace(naive, vpd=v), ones=ones, gating=False)
                for v in range(cfg.levels)), key=_key)
     gated = evaluate(cfg, vpd["schedule"], ones=ones)
-    best = search(cfg, M, K, N, ones=ones)
+    best = search(cfg, M, K, N, ones=ones, bound=bound)
     sram = sram_energy(cfg, best["counters"])
     steps = [("eDRAM baseline", base), ("+ refresh skipping", skip), ("+ VPD choice", vpd),
              ("+ sense-amp gating", gated), ("+ retention-aware schedule", best)]

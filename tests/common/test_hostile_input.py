@@ -134,6 +134,19 @@ def test_hang_long_simulation_refused_before_it_starts(tmp_path):
     assert not (tmp_path / "o.json").exists() and run.leftovers() == []
 
 
+@pytest.mark.parametrize("config, gemm, message", [
+    ("pim_small", "4096,4096,4096", "past its bound of 8,388,608 for one evaluation"),
+    ("pim_paper", "65536,65536,65536", "candidates, past its bound of 8,000,000"),
+])
+def test_hang_pim_search_is_bounded(tmp_path, config, gemm, message):
+    """GEMMs inside max_dim whose schedule search ran for minutes or passed 7 GB: refused
+    with the estimate, within the minute and the 4 GiB cap."""
+    start = time.monotonic()
+    refused = memwall(tmp_path, "model", "pim", "--config", config, "--gemm", gemm).error()
+    assert time.monotonic() - start < 60
+    assert message in refused and "--max-search-steps" in refused
+
+
 # --- unbounded memory ---------------------------------------------------------------------
 
 ALIAS_BOMB = "".join(

@@ -125,6 +125,28 @@ def test_ablation_never_increases_and_baselines(index):
 
 
 def test_no_fitting_schedule_is_an_error():
-    cfg = config(buffer_kib=0.001)
-    with pytest.raises(ValueError, match="no schedule"):
+    # One partial sum, and no room for a tile of inputs beside it.
+    cfg = config(buffer_kib=config().acc_bits / 8192)
+    with pytest.raises(ps.NoSchedule, match="no schedule"):
         ps.search(cfg, 4, 30, 24)
+
+
+def test_the_search_walks_pools_to_the_same_optimum(monkeypatch):
+    """The search keeps about CHUNK candidates at a time; pools of 7 (dozens of passes) find
+    the schedule, the candidates and the evaluations of one pool holding them all."""
+    cfg = CONFIGS[0]
+    whole = ps.search(cfg, 4, 30, 24)
+    monkeypatch.setattr(ps, "CHUNK", 7)
+    pooled = ps.search(cfg, 4, 30, 24)
+    assert ps.run_json(pooled) == ps.run_json(whole)
+    assert (pooled["searched"], pooled["evaluated"]) == (whole["searched"], whole["evaluated"])
+
+
+def test_the_search_bound_refuses_before_the_work_it_bounds():
+    cfg = CONFIGS[0]
+    with pytest.raises(ps.SearchTooLarge, match="candidates, past its bound of 10"):
+        ps.search(cfg, 4, 30, 24, bound=ps.SearchBound(candidates=10))
+    with pytest.raises(ps.SearchTooLarge, match="steps, past its bound of 5 for one"):
+        ps.search(cfg, 4, 30, 24, bound=ps.SearchBound(eval_steps=5))
+    with pytest.raises(ps.SearchTooLarge, match=r"passed its bound of 2,000 steps after 3 "):
+        ps.search(cfg, 4, 30, 24, bound=ps.SearchBound(search_steps=2000))

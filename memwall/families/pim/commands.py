@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 
-from memwall.command import UsageError, check_sim_cycles, output_path
+from memwall.command import UsageError, check_sim_cycles, output_path, positive_int
 from memwall.family import Command
 from memwall.files import dumps_json, write_npz_atomic
 from memwall.inputs import ArraySpec, InputError, load_npz, shown
@@ -30,6 +30,20 @@ def _gemm_option(text: str, cfg) -> tuple[int, int, int]:
             raise UsageError(f"--gemm {text}: {name} = {value:,} must be in [1, "
                              f"{cfg.max_dim:,}] (the config's max_dim)")
     return values
+
+
+def _bound_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-search-steps", type=positive_int, default=None, metavar="N",
+                        help="the schedule search's work bound in loop-nest steps (default "
+                             "6,000,000: under a minute and 2 GiB); a search past it is "
+                             "refused before it starts, with its estimate")
+
+
+def _bound(args):
+    from memwall.golden.pim.schedule import DEFAULT_BOUND, SearchBound
+
+    steps = args.max_search_steps
+    return DEFAULT_BOUND if steps is None else SearchBound.allowing(steps)
 
 
 def load_operands(path, cfg) -> tuple[np.ndarray, np.ndarray]:
@@ -64,13 +78,14 @@ def save_gemm_outputs(path, result: dict) -> None:
 def _model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gemm", required=True, help="M,K,N: C (M,N) = A (M,K) @ B (K,N)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    _bound_argument(parser)
 
 
 def model_command(args, cfg) -> None:
     from memwall.golden.pim import schedule as pim_schedule
 
     m, k, n = _gemm_option(args.gemm, cfg)
-    result = pim_schedule.compare(cfg, m, k, n)
+    result = pim_schedule.compare(cfg, m, k, n, bound=_bound(args))
     print(dumps_json(pim_schedule.as_json(result)) if args.json
           else pim_schedule.format_report(result))
 
@@ -83,6 +98,7 @@ def _data_arguments(parser: argparse.ArgumentParser) -> None:
                              "precision")
     parser.add_argument("--out", required=True,
                         help="output .npz: c (M, N) int64, cycles, event counters by name")
+    _bound_argument(parser)
 
 
 def _scheduled(args, cfg):
@@ -91,7 +107,8 @@ def _scheduled(args, cfg):
 
     out = output_path(args.out)
     a, b = load_operands(args.inputs, cfg)
-    best = search(cfg, a.shape[0], a.shape[1], b.shape[1], ones=input_ones(cfg, a))
+    best = search(cfg, a.shape[0], a.shape[1], b.shape[1], ones=input_ones(cfg, a),
+                  bound=_bound(args))
     return out, a, b, best
 
 
