@@ -98,8 +98,10 @@ class PimPu(wiring.Component):
         cfg, width = self.cfg, self.cfg.acc_bits
         values = self._field_values()
         if not cfg.row_wise:
-            # Dot product: sum the fields first (bit-serially, a popcount), then weigh once.
-            total = sum(values[1:], values[0])
+            # Dot product: sum the fields first (bit-serially, a popcount), then weigh once; a
+            # balanced tree, so the sum's width and depth grow with log2(fields) (a chain of
+            # thousands of fields overflowed Python's recursion limit in Amaranth's shape()).
+            total = _tree_sum(values)
             reduced = Signal(signed(len(total) + 1) if self.params["weight_signed"]
                              else unsigned(len(total)), name="field_sum")
             m.d.comb += reduced.eq(total)
@@ -119,3 +121,9 @@ class PimPu(wiring.Component):
         return m
 
 
+def _tree_sum(values: list):
+    """The exact sum of ``values`` as a balanced tree of adds (pairs of neighbours first)."""
+    while len(values) > 1:
+        pairs = [values[i] + values[i + 1] for i in range(0, len(values) - 1, 2)]
+        values = pairs + ([values[-1]] if len(values) % 2 else [])
+    return values[0]

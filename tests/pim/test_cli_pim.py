@@ -109,3 +109,23 @@ def test_pim_bad_operands(verb, case, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("memwall: error: ") and needle in err and allowed in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npz"]
+
+
+def test_a_wide_dot_product_row_generates(tmp_path):
+    """8192 columns of dot product: the PU sums its 1024 fields as a tree (a chain of them
+    passed Python's recursion limit in Amaranth: an internal error)."""
+    from memwall.gen import generate
+
+    (tmp_path / "d.yaml").write_text("unit: pim\noperation: dot_product\ncols: 1024\n"
+                                     "subarrays: 8\n")
+    out = generate(load_config(str(tmp_path / "d.yaml")), tmp_path / "out")
+    assert (out / "manifest.json").is_file()
+
+
+def test_a_row_past_the_netlist_port_limit_is_a_config_error(tmp_path, capsys):
+    (tmp_path / "d.yaml").write_text("unit: pim\noperation: dot_product\ncols: 1024\n"
+                                     "subarrays: 64\n")
+    assert main(["gen", str(tmp_path / "d.yaml"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "take 196896 bits of the core's input ports; at most 65536" in err
+    assert not (tmp_path / "out").exists()

@@ -170,6 +170,15 @@ class PimConfig(UnitConfig):
             raise ConfigError(f"cols/subarrays/banks: a row-wise row of {self.fields} fields of "
                               f"{self.acc_bits}-bit results is {words * self.acc_bits} "
                               "bits; keep it under 32768 (the result and partial-sum ports)")
+        # The core's inputs together (weights and macro read data: a row each; inputs; partial
+        # sums; a descriptor and controls, under 256 bits) must stay within Amaranth's netlist.
+        ports = 2 * self.width + self.fields * self.input_bits + words * self.acc_bits + 256
+        if ports > 1 << 16:
+            raise ConfigError(f"cols/subarrays/banks: rows of {self.width} columns (cols x "
+                              f"subarrays x banks), {self.fields} fields of inputs and {words} "
+                              f"{self.acc_bits}-bit partial sums take {ports} bits of the "
+                              "core's input ports; at most 65536 (a module's input ports "
+                              "together, in Amaranth's netlist)")
         worst = (1 << (self.input_bits - self.input_signed)) \
             * (1 << (self.weight_bits - self.weight_signed)) * self.max_dim
         if worst >= 1 << (self.acc_bits - 1):
