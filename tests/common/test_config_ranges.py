@@ -132,6 +132,25 @@ def test_size_past_the_maximum_refused(unit, keys, allowed):
     assert f"x.yaml: {key}: " in message and allowed in message
 
 
+#: Cross-field bounds on what generates within the budget (or at all), each in range alone.
+PAST_THE_BUDGET = [
+    ("rdxe", {"wmem_words": 65536, "kv_words": 65536, "vacs": 64, "lanes": 64},
+     "the tile group holds 4,295,131,136 memory bits; at most 536,870,912 (2**29)"),
+    ("kvnand", {"kv_buffer_bytes": 1 << 17}, "32 open page slots of 4096 bytes; at most 16"),
+    ("kvnand", {"page_bytes": 64, "kv_buffer_bytes": 4096, "kv_slice_bytes": 64,
+                "kv_word_bytes": 16}, "64 open page slots of 64 bytes; at most 16"),
+    ("pim", {"operation": "dot_product", "cols": 1024, "subarrays": 64},
+     "take 196896 bits of the core's input ports; at most 65536"),
+    ("pim", {"buffer_kib": 1e-300}, "the buffer must hold at least one 32-bit partial sum"),
+]
+
+
+@pytest.mark.parametrize(("unit", "keys", "allowed"), PAST_THE_BUDGET,
+                         ids=[f"{u}-{'-'.join(k)}" for u, k, _ in PAST_THE_BUDGET])
+def test_cross_field_bound_refused(unit, keys, allowed):
+    assert allowed in _error({"unit": unit, **keys})
+
+
 def test_shield_rows_bounded():
     """Every word count is in range, but too many rows for the controller's liveness bits."""
     message = _error({"unit": "shield", "kv_words": 1 << 29, "qo_words": 1 << 29,

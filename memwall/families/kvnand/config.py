@@ -22,8 +22,8 @@ from memwall.config import (
     power_of_two,
 )
 
-__all__ = ["KvnandConfig", "BCH_WIDTHS", "FMTS", "MODES", "KINDS", "MAPPINGS", "POLICIES",
-           "page_kind"]
+__all__ = ["KvnandConfig", "BCH_WIDTHS", "MAX_KV_SLOTS", "FMTS", "MODES",
+           "KINDS", "MAPPINGS", "POLICIES", "page_kind"]
 
 #: Number formats of the plane PE (pages and inputs) and its operations.
 FMTS = ("bf16", "w8a8", "w4a16")
@@ -47,6 +47,10 @@ def page_kind(fmt: str, mode: str) -> str:
 
 #: Bits a cycle the BCH encoder can take (the issue's parallel LFSR widths).
 BCH_WIDTHS = (1, 8, 32, 64)
+#: Most open page slots of the KV write-combine buffer (kv_buffer_bytes / page_bytes):
+#: generation time grows steeply with them (measured here: 16 slots of 1 KiB pages 14 s and
+#: 0.3 GB, 16 slots of 4 KiB 17 s and 0.5 GB; 32 slots ran past 120 s, 32 of 4 KiB past 280 s).
+MAX_KV_SLOTS = 16
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,11 @@ class KvnandConfig(UnitConfig):
         if self.kv_buffer_bytes < self.page_bytes:
             raise ConfigError(f"kv_buffer_bytes: {self.kv_buffer_bytes} — at least a page "
                               f"({self.page_bytes})")
+        if self.kv_slots > MAX_KV_SLOTS:
+            raise ConfigError(f"kv_buffer_bytes: {self.kv_buffer_bytes} — {self.kv_slots} open "
+                              f"page slots of {self.page_bytes} bytes; at most {MAX_KV_SLOTS} "
+                              f"(at most {MAX_KV_SLOTS * self.page_bytes} bytes here), as "
+                              "generation time grows steeply with the slots")
         if self.kv_slice_bytes > self.page_bytes or self.kv_word_bytes > self.kv_slice_bytes:
             raise ConfigError(f"kv_slice_bytes: {self.kv_slice_bytes}, kv_word_bytes: "
                               f"{self.kv_word_bytes} — a word within a slice within a page "

@@ -44,9 +44,22 @@ def kv_words_needed(vacs: int, lanes: int, max_tokens: int, max_head_dim: int,
     return v_base(vacs, lanes, max_tokens, max_head_dim) + v_words
 
 
+#: Most memory bits a tile group may hold (weight memories of every tile, the first tile's KV
+#: caches, every tile's buffers): generation time and memory grow with them (measured: 2**28
+#: bits, 16 VACs of 16 lanes with 65,536 weight and KV words, 66 s and 1.1 GB peak RSS; every
+#: field at its maximum, 1.9e10 bits, past 600 s and 4.4 GB). ``make ranges`` generates the
+#: corner at this bound (reports/config_ranges.md).
+MAX_MEMORY_BITS = 1 << 29
+
+
 @dataclass(frozen=True)
 class RdxeConfig(UnitConfig):
-    """One rDXE tile group and the DXE it belongs to."""
+    """One rDXE tile group and the DXE it belongs to.
+
+    Every allowed value generates within 4 GiB and 5 minutes: the ranges below and the
+    cross-field checks in ``__post_init__`` (among them :data:`MAX_MEMORY_BITS`) keep
+    ``memwall gen`` within them (``make ranges``, ``reports/config_ranges.md``).
+    """
 
     unit_name: ClassVar[str] = "rdxe"
     name: str = "rdxe"
@@ -93,6 +106,18 @@ class RdxeConfig(UnitConfig):
         if self.max_head_dim > self.abuf_words * self.lanes:
             raise ConfigError(f"abuf_words: {self.abuf_words} — must hold a query head "
                               f"(max_head_dim {self.max_head_dim} / lanes {self.lanes} words)")
+        if self.memory_bits > MAX_MEMORY_BITS:
+            raise ConfigError(f"wmem_words/kv_words/vacs/lanes/gqa_group: the tile group holds "
+                              f"{self.memory_bits:,} memory bits; at most {MAX_MEMORY_BITS:,} "
+                              "(2**29), as generation time and memory grow with them")
+
+    @property
+    def memory_bits(self) -> int:
+        """Bits of every memory of the tile group: each tile's weight memories and buffers, the
+        first tile's KV caches (the others read them over VLINK)."""
+        word = self.lanes * 8
+        return word * (self.vacs * (self.gqa_group * self.wmem_words + self.kv_words)
+                       + self.gqa_group * (self.abuf_words + self.fbuf_words))
 
     # -- derived values --------------------------------------------------------------------------
     @property
