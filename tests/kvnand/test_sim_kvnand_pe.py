@@ -18,8 +18,8 @@ TB = "memwall.verif.kvnand.tb_pe"
 
 
 def small(fmt: str, **over) -> KvnandConfig:
-    return KvnandConfig(**{"n_fmac": 4, "fmt": fmt, "page_bytes": 256, "group": 16,
-                           "max_heads": 4, "max_d": 16, "vec_words": 32, **over})
+    return KvnandConfig(**{"n_fmac": 4, "fmt": fmt, "page_bytes": 256, "kv_buffer_bytes": 512,
+                           "group": 16, "max_heads": 4, "max_d": 16, "vec_words": 32, **over})
 
 
 @pytest.mark.parametrize("fmt, stall", [("bf16", 0.0), ("w8a8", 0.0), ("w4a16", 0.0),
