@@ -2,7 +2,7 @@
 
 :data:`LAYERS` orders every module of the package, lowest first; a module imports only
 modules before it (at any depth, function-level imports included), so there are no import
-circles. ``tests/test_layout.py`` checks it. From the bottom:
+circles. ``tests/common/test_layout.py`` checks it. From the bottom:
 
 - **foundations**: ``errors`` (every exception class of the flow), ``constants`` (names the
   steps share: the memories' black-box cell, how Yosys is started);

@@ -76,9 +76,9 @@ __all__ = ["design_verilog", "module_digest", "mutate", "render_markdown", "writ
            "SEED", "TIMEOUT_FACTOR"]
 
 REPO_ROOT = paths.REPO
-MUTATION_ROOT = REPO_ROOT / "build" / "mutate"
-REPORT_JSON = REPO_ROOT / "reports" / "mutation.json"
-REPORT_MD = REPO_ROOT / "reports" / "mutation.md"
+MUTATION_ROOT = paths.BUILD / "mutate"
+REPORT_JSON = paths.REPORTS / "mutation.json"
+REPORT_MD = paths.REPORTS / "mutation.md"
 #: Reasons for known survivors: ``{module: {mutation: one-line reason}}``.
 NOTES = paths.layer_folder("verif") / "common" / "mutation_notes.yaml"
 #: Yosys' sampling seed and the cocotb seed of every run (reproducible scores).

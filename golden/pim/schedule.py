@@ -71,12 +71,10 @@ class SearchTooLarge(InputError, ValueError):
 class SearchBound:
     """What one :func:`search` may cost, checked before the work it bounds.
 
-    The search walks the tile grid in chunks of :data:`CHUNK` candidates (its memory does not
-    grow with their number), twice: once for the candidate of the lowest refresh-free energy
-    bound, whose exact energy ``E1`` it then evaluates, and once to keep the candidates whose
-    bound is at most ``E1``: only those can be the optimum, and they are all the search will
-    evaluate exactly. Measured here: about 0.6 µs a candidate a pass, and an exact evaluation
-    about 1.6-3.5 µs and 214 bytes a step (a step: one (m, k, n) tile of the loop nest).
+    The search walks the tile grid in chunks (:data:`CHUNK`), in pools of candidates taken in
+    bound order (:func:`search`), so its memory does not grow with their number. Measured
+    here: about 0.6 µs a candidate a pass over the grid, and an exact evaluation about
+    1.6-3.5 µs and 214 bytes a step (a step: one (m, k, n) tile of the loop nest).
 
     ``candidates``: the grid's size times the VPD levels, counted first; ``eval_steps``: the
     steps of the largest exact evaluation (its memory); ``search_steps``: the steps of every
@@ -255,10 +253,10 @@ def _spans(cfg, s: Schedule, refresh: str) -> tuple[np.ndarray, np.ndarray, np.n
     macro refreshes."""
     nest = _nest(s)
     tm_i, tk_i, tn_i = (_extent(s, d, nest[:, n]) for n, d in enumerate("mkn"))
-    ib, F, P = cfg.input_bits, cfg.fields, cfg.planes
+    ib = cfg.input_bits
     interval = cfg.refresh_interval(s.vpd)
-    rows = P * (tk_i * -(-tn_i // F) if cfg.row_wise else tn_i * -(-tk_i // F))
-    beats = -(-tk_i // F)
+    rows = _weight_rows(cfg, tk_i, tn_i)
+    beats = -(-tk_i // cfg.fields)
     new = np.ones(len(nest), dtype=bool)               # steps that load their weight tile
     new[1:] = np.any(nest[1:, 1:] != nest[:-1, 1:], axis=1)
     if refresh == "all":
@@ -385,14 +383,19 @@ def _key(e: dict) -> tuple:
     return (e["energy"]["total"], e["cycles"], s.order_code, s.tm, s.tk, s.tn, s.vpd)
 
 
+def _weight_rows(cfg, tk, tn):
+    """Macro rows a weight tile of ``tk`` x ``tn`` takes (ints or arrays): field-padded, one
+    bit-plane each."""
+    F, P = cfg.fields, cfg.planes
+    return P * (tk * -(-tn // F) if cfg.row_wise else tn * -(-tk // F))
+
+
 def _pairs(cfg, K: int, N: int) -> tuple[np.ndarray, np.ndarray]:
     """The (tk, tn) tile pairs whose weight tile fits the macro's rows and input beats."""
     tk, tn = np.meshgrid(tile_sizes(K, None if cfg.row_wise else cfg.fields),
                          tile_sizes(N, cfg.fields if cfg.row_wise else None), indexing="ij")
     tk, tn = tk.ravel().astype(np.int64), tn.ravel().astype(np.int64)
-    F, P = cfg.fields, cfg.planes
-    rows = P * (tk * -(-tn // F) if cfg.row_wise else tn * -(-tk // F))
-    keep = (rows <= cfg.rows) & (-(-tk // F) <= cfg.input_beats)
+    keep = (_weight_rows(cfg, tk, tn) <= cfg.rows) & (-(-tk // cfg.fields) <= cfg.input_beats)
     return tk[keep], tn[keep]
 
 
@@ -448,12 +451,6 @@ def _bounded_chunks(cfg, M, K, N, levels, ones, gating):
 def _steps(M: int, K: int, N: int, tm, tk, tn):
     """Steps of the loop nest of each candidate (its tiles: m x k x n)."""
     return -(-M // tm) * (-(-K // tk)) * (-(-N // tn))
-
-
-def _tile_rows(cfg, s: Schedule) -> int:
-    """Macro rows a full weight tile of ``s`` takes."""
-    F, P = cfg.fields, cfg.planes
-    return int(P * (s.tk * -(-s.tn // F) if cfg.row_wise else s.tn * -(-s.tk // F)))
 
 
 def _count(cfg, M: int, K: int, N: int) -> int:
@@ -513,13 +510,15 @@ def search(cfg, M: int, K: int, N: int, *, ones: float | None = None, levels=Non
         raise _too_large(f"has {searched:,} candidates, past its bound of "
                          f"{bound.candidates:,}", M, K, N, cfg,
                          f"about {2 * 0.6e-6 * searched:.0f} s a pass over them")
-    best, evaluated, work, above = None, 0, 0, -np.inf
-    while best is None or above < best["energy"]["total"]:
+    best, evaluated, work, above, done = None, 0, 0, -np.inf, False
+    while not done:
         upto = _smallest_bound(cfg, M, K, N, levels, ones, gating, above, CHUNK)
         bounds, code, tm, tk, tn, vpd = _pool(cfg, M, K, N, levels, ones, gating, above, upto)
         steps = _steps(M, K, N, tm, tk, tn)
+        done, above = not np.isfinite(upto), upto   # the last pool holds every candidate left
         for i in range(len(bounds)):
             if best is not None and bounds[i] > best["energy"]["total"]:
+                done = True   # no candidate after this one can be better
                 break
             if bound.eval_steps is not None and steps[i] > bound.eval_steps:
                 raise _too_large(f"reached a schedule of {int(steps[i]):,} steps, past its "
@@ -538,11 +537,6 @@ def search(cfg, M: int, K: int, N: int, *, ones: float | None = None, levels=Non
             evaluated += 1
             if best is None or _key(e) < _key(best):
                 best = e
-        else:
-            if np.isfinite(upto):
-                above = upto
-                continue
-        break
     best.update(searched=searched, evaluated=evaluated, work_steps=work,
                 seconds=time.perf_counter() - begin)
     return best
@@ -570,7 +564,7 @@ def compare(cfg, M: int, K: int, N: int, *, ones: float | None = None,
         # in Python (refresh "all"): at most its cycles / interval x the rows written, each
         # charged as a step; then it is evaluated at each VPD level and gated.
         tiles = int(_steps(M, K, N, naive.tm, naive.tk, naive.tn))
-        written = tiles * _tile_rows(cfg, naive)
+        written = tiles * int(_weight_rows(cfg, naive.tk, naive.tn))
         cycles = counts(cfg, naive, ones=ones, refresh="off")["cycles"]
         refreshes = cycles // cfg.refresh_interval(0) * min(cfg.rows, written)
         baselines = written + refreshes + (cfg.levels + 2) * (tiles + EVAL_OVERHEAD_STEPS)
