@@ -60,13 +60,34 @@ class Corner:
         return f"{self.unit}/{self.name}"
 
 
-# The largest allowed value of every size field (see DplenaConfig / ShieldConfig); the test
+# The largest allowed value of every size field (see each family's config class); the test
 # tests/common/test_config_ranges.py checks that each value below is its field's maximum and that
 # every corner is a valid config, so this list cannot drift from the ranges unnoticed.
 _DPLENA_MAX = {"vlen": 4096, "block_len": 256, "k_max": 256, "hbm_bytes_per_cycle": 1024,
                "vector_sram_kib": 2048, "fp_sram_words": 1 << 16, "int_sram_words": 1 << 16,
                "imem_words": 1 << 14, "out_fifo_depth": 1024}
 _SHIELD_WORDS_MAX = 1 << 29
+_PIM_ROW_WISE = {"rows": 1024, "cols": 1024, "subarrays": 7, "input_beats": 256,
+                 "weight_bits": 8, "input_bits": 8}
+# The widest dot-product rows, with as many input beats as MAX_INPUT_REGISTER_BITS allows.
+_PIM_DOT_PRODUCT = {"operation": "dot_product", "cols": 1024, "subarrays": 21,
+                    "input_beats": (1 << 21) // (21504 // 8 * 8)}
+_PIM_BIT_SERIAL = {"operation": "dot_product", "processing": "bit_serial", "cols": 1024,
+                   "subarrays": 6, "input_beats": (1 << 21) // (6144 * 8)}
+_PIM_INTERVALS = {
+    "clock_mhz": 10000, "refresh_margin_cycles": 1 << 20, "buffer_row_words": 1 << 16,
+    "buffer_kib": 1 << 20, "buffer_retention_us": 1e6,
+    "macro_table": [{"name": f"vpd{100 * n}", "vpd_mv": 100.0 * n, "rbl_swing_mv": 800.0 - 90 * n,
+                     "vref_mv": 400.0 + 45 * n, "retention_us": 1e9 / (n + 1),
+                     "e_access_pj": 0.5, "e_sense_pj": 0.002} for n in range(8)]}
+_RDXE_WIDEST = {"vacs": 64, "lanes": 64, "gqa_group": 8, "max_tokens": 4096,
+                "max_head_dim": 1024, "abuf_words": 1 << 12, "fbuf_words": 1 << 12,
+                "kv_words": 5120, "wmem_words": 1280}
+# The most FMACs, heads and head slice (2**23 accumulator bits), the input-vector memory
+# filling the rest of KvnandConfig's MAX_MEMORY_BITS.
+_KVNAND_WIDEST = {"n_fmac": 64, "max_heads": 64, "max_d": 1 << 12, "page_bytes": 16384,
+                  "group": 1 << 14, "vec_words": 7903, "mul_stages": 3, "fmt": "w8a8",
+                  "kv_buffer_bytes": 1 << 15, "kv_slice_bytes": 1 << 14, "kv_word_bytes": 256}
 
 CORNERS: tuple[Corner, ...] = (
     Corner("dplena", "vlen", {"vlen": 4096}, "widest datapath"),
@@ -103,6 +124,43 @@ CORNERS: tuple[Corner, ...] = (
                                        "qo_words": (1 << 14) * 65535 - _SHIELD_WORDS_MAX,
                                        "row_words": 65535},
            "widest row that is not a power of two (dividers), 16384 rows"),
+    # PIM: the row's width is bounded by the core's ports (PimConfig.__post_init__); the
+    # input register file (input_beats beats of a row's fields) is the largest state.
+    Corner("pim", "rows", {"rows": 1024}, "most rows per subarray (refresh queue, live bits)"),
+    Corner("pim", "subarrays", {"cols": 8, "subarrays": 64}, "most subarrays"),
+    Corner("pim", "banks", {"cols": 8, "banks": 64}, "most banks"),
+    Corner("pim", "row_wise_widest", _PIM_ROW_WISE, "the widest row-wise row (7168 columns, "
+           "896 accumulators), most rows, deepest input register file"),
+    Corner("pim", "dot_product_widest", _PIM_DOT_PRODUCT, "the widest bit-parallel "
+           "dot-product row (21504 columns, a 2688-field adder tree), 97 input beats"),
+    Corner("pim", "bit_serial_widest", _PIM_BIT_SERIAL, "the widest bit-serial dot-product "
+           "row (6144 one-bit fields), 42 input beats"),
+    Corner("pim", "accumulators", {"acc_bits": 48, "max_dim": 1 << 20, "cols": 1024,
+                                   "subarrays": 5, "rows": 1024},
+           "widest accumulators, largest GEMM dimension, the widest row-wise row they allow"),
+    Corner("pim", "intervals", _PIM_INTERVALS, "8 VPD levels, retention up to 1e9 us at the "
+           "fastest clock (44-bit ages), the largest refresh margin, the widest buffer rows"),
+    # rDXE: MAX_MEMORY_BITS bounds the memories together; each corner fills it a different way.
+    Corner("rdxe", "weight_memory", {"vacs": 32, "wmem_words": 1 << 16, "kv_words": 1024},
+           "deepest weight memories, 32 VACs (2^28 bits)"),
+    Corner("rdxe", "kv_cache", {"vacs": 64, "lanes": 4, "kv_words": 1 << 16,
+                                "wmem_words": 1 << 16, "max_head_dim": 256},
+           "deepest weight memories and KV caches, most VACs"),
+    Corner("rdxe", "widest", _RDXE_WIDEST, "most VACs of the most lanes, the longest "
+           "attention, the largest head, a GQA group of 8, the deepest buffers"),
+    Corner("rdxe", "dxts", {"dxts": 64, "dxes": 64}, "most tiles and DXEs (ring model only)"),
+    # KVNAND: MAX_KV_SLOTS bounds the write buffer's slots, MAX_MEMORY_BITS the memories.
+    Corner("kvnand", "widest", _KVNAND_WIDEST, "most FMACs and heads, the largest pages, "
+           "slices, groups and head slices, deepest multipliers, memories at their bound"),
+    Corner("kvnand", "vec_words", {"n_fmac": 32, "vec_words": 1 << 14},
+           "deepest input-vector memory (the widest it allows: 32 FMACs)"),
+    Corner("kvnand", "kv_buffer", {"page_bytes": 16384, "kv_buffer_bytes": 1 << 18,
+                                   "kv_slice_bytes": 1 << 14, "kv_word_bytes": 256,
+                                   "kv_stream_bits": 19},
+           "the largest write buffer (16 slots of 16 KiB pages), widest beats, the widest "
+           "stream ids (a page-number memory of 2^19 entries)"),
+    Corner("kvnand", "w4a16", {**_KVNAND_WIDEST, "fmt": "w4a16", "bch_bits": 1},
+           "the widest config with INT4 pages (most scales), the bit-serial BCH encoder"),
 )
 
 

@@ -464,10 +464,13 @@ def mutate(config: str, modules: list[str] | None = None, count: int = DEFAULT_C
     ``recheck_unknown``. What the run learns is saved in ``record_root``
     (:mod:`memwall.mutation_record`) and restored from it first."""
     from memwall.command import UsageError
+    from memwall.config import load_config
     from memwall.sweep import Job, available_cpus, backend, run_sweep
 
     chosen_backend = backend(ray, workers)   # --ray checked (installed, reachable) first
     fam, _top, design = _design(config)
+    # A .yaml path works in the folder and the records under its config's name (its stem).
+    config = load_config(config).name
     known = design.module_names
     unknown = sorted(set(modules or ()) - set(known))
     if unknown:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
-from memwall.families.kvnand.config import KvnandConfig
+from memwall.families.kvnand.config import PAGE_NUMBER_BITS, KvnandConfig
 from memwall.hdl.common.netlist import unique_submodule
 from memwall.hdl.kvnand.bch import BchEncoder
 from memwall.hdl.kvnand.kvbuf import KvWriteBuffer
@@ -50,7 +50,8 @@ class KvnandPlane(wiring.Component):
 def kv_buffer(cfg: KvnandConfig) -> KvWriteBuffer:
     """The config's KV write-combine buffer."""
     return KvWriteBuffer(cfg.kv_slots, cfg.page_bytes, cfg.kv_slice_bytes, cfg.kv_stream_bits,
-                         cfg.kv_word_bytes, cfg.kv_mapping, cfg.kv_policy)
+                         cfg.kv_word_bytes, cfg.kv_mapping, cfg.kv_policy,
+                         page_bits=PAGE_NUMBER_BITS)
 
 
 def build_top(cfg: KvnandConfig):

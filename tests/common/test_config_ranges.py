@@ -16,6 +16,9 @@ import pytest
 from memwall import paths
 from memwall.config import ConfigError, available_configs, config_from_dict, load_config
 from memwall.families.dplena.config import DplenaConfig
+from memwall.families.kvnand.config import KvnandConfig
+from memwall.families.pim.config import PimConfig
+from memwall.families.rdxe.config import RdxeConfig
 from memwall.families.shield.config import MAX_ROWS, ShieldConfig
 
 TESTS = paths.TESTS
@@ -32,8 +35,9 @@ def _module(name: str, path: Path):
 
 BENCH = _module("config_ranges_bench", ROOT / "benchmarks" / "config_ranges.py")
 TINYACC = _module("tinyacc_family", TESTS / "plugin_family" / "tinyacc" / "__init__.py")
-CONFIG_CLASSES = {"dplena": DplenaConfig, "shield": ShieldConfig,
-                  "tinyacc": TINYACC.TinyAccConfig}
+FAMILY_CONFIGS = {"dplena": DplenaConfig, "shield": ShieldConfig, "pim": PimConfig,
+                  "rdxe": RdxeConfig, "kvnand": KvnandConfig}
+CONFIG_CLASSES = {**FAMILY_CONFIGS, "tinyacc": TINYACC.TinyAccConfig}
 
 
 def _fields(cls) -> dict[str, dataclasses.Field]:
@@ -111,6 +115,7 @@ TOO_BIG = [
     ("dplena", {"int_sram_words": 1 << 24}, "int_sram_words must be a power of two in [2, 65536]"),
     ("dplena", {"imem_words": 1 << 15}, "imem_words must be a power of two in [16, 16384]"),
     ("dplena", {"out_fifo_depth": 2048}, "out_fifo_depth must be a power of two in [2, 1024]"),
+    ("kvnand", {"kv_stream_bits": 20}, "kv_stream_bits must be an integer in [1, 19]"),
     ("shield", {"kv_words": (1 << 29) + 1}, "kv_words must be an integer in [1, 536870912]"),
     ("shield", {"qo_words": (1 << 29) + 1}, "qo_words must be an integer in [0, 536870912]"),
     ("shield", {"row_words": (1 << 16) + 1}, "row_words must be an integer in [1, 65536]"),
@@ -137,11 +142,18 @@ PAST_THE_BUDGET = [
     ("rdxe", {"wmem_words": 65536, "kv_words": 65536, "vacs": 64, "lanes": 64},
      "the tile group holds 4,295,131,136 memory bits; at most 536,870,912 (2**29)"),
     ("kvnand", {"kv_buffer_bytes": 1 << 17}, "32 open page slots of 4096 bytes; at most 16"),
+    ("kvnand", {"n_fmac": 64, "vec_words": 1 << 14},
+     "the plane's memories hold 16,908,288 bits; at most 16,777,216 (2**24)"),
+    ("kvnand", {"kv_stream_bits": 19, "n_fmac": 64, "vec_words": 8192},
+     "the plane's memories hold 16,875,520 bits; at most 16,777,216 (2**24)"),
     ("kvnand", {"page_bytes": 64, "kv_buffer_bytes": 4096, "kv_slice_bytes": 64,
                 "kv_word_bytes": 16}, "64 open page slots of 64 bytes; at most 16"),
     ("pim", {"operation": "dot_product", "cols": 1024, "subarrays": 64},
      "take 196896 bits of the core's input ports; at most 65536"),
     ("pim", {"buffer_kib": 1e-300}, "the buffer must hold at least one 32-bit partial sum"),
+    ("pim", {"operation": "dot_product", "cols": 1024, "subarrays": 21, "input_beats": 256},
+     "are 5,505,024 register bits; at most 2,097,152 (2**21), as generation memory grows with "
+     "them: at most 97 beats here"),
 ]
 
 
@@ -182,7 +194,7 @@ def test_shield_power_ratio_finite_at_the_bounds():
 
 # --- the benchmark's corners are the ranges' corners ---------------------------------------------
 
-@pytest.mark.parametrize("unit", ["dplena", "shield"])
+@pytest.mark.parametrize("unit", sorted(FAMILY_CONFIGS))
 def test_corner_values_are_the_field_maxima(unit):
     fields = _fields(CONFIG_CLASSES[unit])
     corners = [c for c in BENCH.CORNERS if c.unit == unit]
@@ -212,7 +224,7 @@ def test_corner_is_a_valid_config(corner):
 
 def test_benchmark_budget_is_the_promised_one():
     assert (BENCH.BUDGET_MIB, BENCH.BUDGET_S) == (4096, 300)
-    for cls in (DplenaConfig, ShieldConfig):
+    for cls in FAMILY_CONFIGS.values():
         assert "every allowed value generates within 4 GiB" in " ".join(cls.__doc__.split()) \
             .replace("Every", "every")
 

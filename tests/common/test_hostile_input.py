@@ -44,8 +44,8 @@ class Run:
         """The one-line error of a run that failed with ``code``, without a traceback."""
         assert self.code == code, (self.code, self.out, self.err)
         assert "Traceback" not in self.err, self.err
-        lines = [line for line in self.err.splitlines() if line.startswith("memwall: error:")]
-        assert len(lines) == 1, self.err
+        lines = [line for line in self.err.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("memwall: error:"), self.err
         return lines[0]
 
     def leftovers(self) -> list[str]:
@@ -54,9 +54,9 @@ class Run:
 
 def _env(tmp: Path, **extra) -> dict:
     (tmp / "tmp").mkdir(exist_ok=True)
-    env = {**os.environ, "TMPDIR": str(tmp / "tmp"), "MEMWALL_LOG_DIR": str(tmp / "tmp"),
-           "PYTHONWARNINGS": "ignore"}
-    env.pop("MEMWALL_TRACEBACK", None)
+    env = {**os.environ, "TMPDIR": str(tmp / "tmp"), "MEMWALL_LOG_DIR": str(tmp / "tmp")}
+    for name in ("MEMWALL_TRACEBACK", "PYTHONWARNINGS"):   # a warning line is a failure here
+        env.pop(name, None)
     return {**env, **extra}
 
 
@@ -423,6 +423,20 @@ def test_late_error_mutate_checks_ray_before_building(tmp_path, monkeypatch):
                              record_root=tmp_path)
 
 
+def test_late_error_mutate_unknown_module_before_any_work(tmp_path):
+    """Module names come from elaborating the design (a second here): the check follows it, before
+    any file is written or any test runs. A .yaml path is worked under its config's name (it
+    was joined to the work folder as a path: 'File exists')."""
+    cfg = _write(tmp_path / "my_shield.yaml", (REPO / "configs" / "shield_small.yaml").read_text())
+    start = time.monotonic()
+    run = memwall(tmp_path, "mutate", cfg, "--module", "nope")
+    message = run.error()
+    assert time.monotonic() - start < 30
+    assert message.startswith("memwall: error: --module nope: not a module of my_shield; its "
+                              "modules: refresh_scheduler_")
+    assert not (paths.BUILD / "mutation" / "my_shield").exists() and run.leftovers() == []
+
+
 def test_message_mutate_max_speaks_of_mutants(tmp_path):
     message = memwall(tmp_path, "mutate", "dplena32", "--max", "5000").error()
     assert "5000 mutants per module; at most 1000" in message
@@ -449,6 +463,77 @@ def test_message_object_arrays_are_refused(tmp_path):
     message = memwall(tmp_path, "golden", "dplena", "--config", "dplena32", "--inputs", path,
                       "--out", tmp_path / "o.npz").error()
     assert "holds Python objects" in message and "never pickles" in message
+
+
+# --- numbers the datapath cannot hold, empty work, layouts (issue 34) ---------------------
+
+def _rng():
+    return np.random.default_rng(5)
+
+
+DATA_CASES = {
+    # Finite in float64, not representable after the command's conversion or scaling.
+    "kvnand_pe_q_past_bf16": (
+        ["golden", "kvnand", "--config", "kvnand_small", "--op", "pe", "--mode", "logit",
+         "--width", "16"],
+        lambda: {"page": np.zeros(256, np.uint8),
+                 "q": np.pad(np.full((1, 1), 1e300), ((1, 0), (2, 13)))},
+        "q[1, 2] = 1e+300 is not a finite BF16 number"),
+    "rdxe_rmsnorm_x_past_the_scaling": (
+        ["golden", "rdxe", "--config", "rdxe_small", "--op", "rmsnorm_gemv"],
+        lambda: {"x": np.where(np.arange(16) == 3, 1e300, 1.0), "gamma": np.ones(16),
+                 "w": np.ones((4, 16)) / 4},
+        "x[3] = 1e+300: values must be finite with magnitude at most 2**400"),
+    # Finite numbers the fixed-point path could not hold (ZeroDivisionError, OverflowError).
+    "rdxe_rmsnorm_all_subnormal": (
+        ["golden", "rdxe", "--config", "rdxe_small", "--op", "rmsnorm_gemv"],
+        lambda: {"x": np.full(16, 5e-324), "gamma": np.ones(16), "w": np.ones((4, 16))},
+        "x: largest magnitude 4.94066e-324"),
+    "rdxe_rmsnorm_eps_past_its_register": (
+        ["golden", "rdxe", "--config", "rdxe_small", "--op", "rmsnorm_gemv", "--eps", "1e308"],
+        lambda: {"x": np.ones(16), "gamma": np.ones(16), "w": np.ones((4, 16))},
+        "eps 1e+308: d * eps is"),
+    "rdxe_attention_scores_past_the_rc": (
+        ["golden", "rdxe", "--config", "rdxe_small", "--op", "attention"],
+        lambda: {"q": _rng().standard_normal((2, 16)) * 1e100,
+                 "k": _rng().standard_normal((5, 2, 16)) * 1e100,
+                 "v": _rng().standard_normal((5, 2, 16))},
+        "set by the scales of q and k"),
+    # Empty work.
+    "pim_weights_of_no_rows": (
+        ["golden", "pim", "--config", "pim_small"],
+        lambda: {"a": np.zeros((2, 0), np.int8), "b": np.zeros((0, 4), np.int8)},
+        "at least 1 element"),
+    # A GEMM whose schedule the event simulator would walk past --max-cycles.
+    "pim_golden_past_max_cycles": (
+        ["golden", "pim", "--config", "pim_small", "--max-cycles", "1000"],
+        lambda: {"a": np.ones((4, 32), np.int8), "b": np.ones((32, 16), np.int8)},
+        "simulated cycles; --max-cycles is 1,000"),
+}
+
+
+@pytest.mark.parametrize("case", list(DATA_CASES))
+def test_data_the_datapath_cannot_hold(tmp_path, case):
+    """One line and exit 2, no output, no warning line, within the minute and the 4 GiB cap
+    (each used to write NaN with exit 0, print numpy warnings, or end in an internal error)."""
+    argv, arrays, message = DATA_CASES[case]
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, **arrays())
+    run = memwall(tmp_path, *argv, "--inputs", inputs, "--out", tmp_path / "out.npz")
+    assert message in run.error()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npz", "tmp"]
+    assert run.leftovers() == []
+
+
+def test_fortran_ordered_operands_are_valid_data(tmp_path):
+    """Valid .npy data in Fortran order (it crashed a byte view): the product, quietly."""
+    a, b = np.asfortranarray(np.ones((3, 8), np.int8)), np.asfortranarray(np.ones((8, 5), np.int8))
+    np.savez(tmp_path / "in.npz", a=a, b=b)
+    run = memwall(tmp_path, "golden", "pim", "--config", "pim_small", "--inputs",
+                  tmp_path / "in.npz", "--out", tmp_path / "out.npz")
+    assert run.code == 0 and run.err == "", run.err
+    with np.load(tmp_path / "out.npz") as out:
+        assert np.array_equal(out["c"], np.full((3, 5), 8))
 
 
 # --- internal errors ----------------------------------------------------------------------

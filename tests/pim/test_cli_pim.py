@@ -129,3 +129,19 @@ def test_a_row_past_the_netlist_port_limit_is_a_config_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "take 196896 bits of the core's input ports; at most 65536" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_golden_pim_refuses_a_schedule_past_max_cycles(tmp_path, capsys):
+    """The event simulator walks every cycle in Python: bounded like memwall run, from the
+    searched schedule's cycles, before it starts."""
+    cfg = load_config("pim_small")
+    a, b = _operands(cfg, m=4, k=32, n=16)
+    np.savez(tmp_path / "in.npz", a=a, b=b)
+    cycles = pim_schedule.search(cfg, 4, 32, 16, ones=pim.input_ones(cfg, a))["cycles"]
+    args = ["golden", "pim", "--config", "pim_small", "--inputs", str(tmp_path / "in.npz"),
+            "--out", str(tmp_path / "out.npz")]
+    assert main([*args, "--max-cycles", str(cycles - 1)]) == 2
+    err = capsys.readouterr().err
+    assert f"needs at least {cycles:,} simulated cycles; --max-cycles is {cycles - 1:,}" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npz"]
+    assert main([*args, "--max-cycles", str(cycles)]) == 0

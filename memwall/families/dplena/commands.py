@@ -56,7 +56,9 @@ def _v_chunk(cfg, args, vocab: int) -> int:
     return v_chunk
 
 
-def _workload(cfg, args, shape, k, mask_id):
+def _workload(cfg, args, shape, k, mask_id, check=None):
+    """The workload, with every limit of the core checked by generating its program; ``check``
+    sees it first (a bound on work that must not wait for the program)."""
     from memwall.golden.dplena.program import Workload, WorkloadError, generate
 
     fmt = args.logits_format or cfg.logits_format
@@ -64,6 +66,8 @@ def _workload(cfg, args, shape, k, mask_id):
     batch, block_len, vocab = shape
     wl = Workload(batch, block_len, vocab, _v_chunk(cfg, args, vocab),
                   tuple(int(v) for v in k), mask_id=int(mask_id), logits_format=fmt)
+    if check is not None:
+        check(wl)
     try:
         generate(cfg, wl)   # every limit of the core, before anything runs
     except WorkloadError as exc:
@@ -128,13 +132,16 @@ def model_command(args, cfg) -> None:
         "B": max_batch(cfg), "L": cfg.block_len, "V": MAX_VOCAB, "T": 1 << 30})
     # k only sizes the top-k work, a few cycles per row: the most the core allows.
     k = (min(block_len, cfg.k_max),) * batch
-    wl = _workload(cfg, args, (batch, block_len, vocab), k, 0)
-    row_chunks = batch * block_len * len(wl.chunks())
-    if row_chunks > MAX_MODEL_ROW_CHUNKS:
-        raise UsageError(f"--workload {args.workload}: {batch * block_len} rows of "
-                         f"{len(wl.chunks())} chunks (V_chunk {wl.v_chunk}) is "
-                         f"{row_chunks:,} row-chunks; the cycle model walks at most "
-                         f"{MAX_MODEL_ROW_CHUNKS:,} (a larger --v-chunk or fewer rows)")
+
+    def bounded(wl) -> None:
+        row_chunks = batch * block_len * len(wl.chunks())
+        if row_chunks > MAX_MODEL_ROW_CHUNKS:
+            raise UsageError(f"--workload {args.workload}: {batch * block_len} rows of "
+                             f"{len(wl.chunks())} chunks (V_chunk {wl.v_chunk}) is "
+                             f"{row_chunks:,} row-chunks; the cycle model walks at most "
+                             f"{MAX_MODEL_ROW_CHUNKS:,} (a larger --v-chunk or fewer rows)")
+
+    wl = _workload(cfg, args, (batch, block_len, vocab), k, 0, check=bounded)
     result = {"config": cfg.name, "stable_max": cfg.stable_max, "vlen": cfg.vlen,
               "hbm_bytes_per_cycle": cfg.hbm_bytes_per_cycle, "clock_mhz": cfg.clock_mhz,
               "workload": {"B": batch, "L": block_len, "V": vocab, "T": steps,

@@ -22,8 +22,8 @@ from memwall.config import (
     power_of_two,
 )
 
-__all__ = ["KvnandConfig", "BCH_WIDTHS", "MAX_KV_SLOTS", "FMTS", "MODES",
-           "KINDS", "MAPPINGS", "POLICIES", "page_kind"]
+__all__ = ["KvnandConfig", "BCH_WIDTHS", "MAX_KV_SLOTS", "MAX_MEMORY_BITS", "MAX_STREAM_BITS",
+           "PAGE_NUMBER_BITS", "FMTS", "MODES", "KINDS", "MAPPINGS", "POLICIES", "page_kind"]
 
 #: Number formats of the plane PE (pages and inputs) and its operations.
 FMTS = ("bf16", "w8a8", "w4a16")
@@ -51,11 +51,28 @@ BCH_WIDTHS = (1, 8, 32, 64)
 #: generation time grows steeply with them (measured here: 16 slots of 1 KiB pages 14 s and
 #: 0.3 GB, 16 slots of 4 KiB 17 s and 0.5 GB; 32 slots ran past 120 s, 32 of 4 KiB past 280 s).
 MAX_KV_SLOTS = 16
+#: Bits of the page number the KV write buffer keeps per stream, in a memory of
+#: ``2**kv_stream_bits`` entries (the buffer's ``page_bits``).
+PAGE_NUMBER_BITS = 16
+#: Widest stream id: its page-number memory (2**19 x 16 bits) is half of MAX_MEMORY_BITS
+#: (measured here: 2**18 entries 12 s and 0.6 GB; 2**24 entries passed 6 GB).
+MAX_STREAM_BITS = 19
+#: Most memory bits of the plane's logic (:attr:`KvnandConfig.memory_bits`): generation time
+#: and memory grow with them (measured here: the input-vector memory at 2**24 bits alone, 103 s
+#: and 2.2 GB; the accumulators at 2**23 bits, 33 s and 1.2 GB). ``make ranges`` generates
+#: corners at this bound (reports/config_ranges.md).
+MAX_MEMORY_BITS = 1 << 24
 
 
 @dataclass(frozen=True)
 class KvnandConfig(UnitConfig):
-    """One KVNAND plane's logic."""
+    """One KVNAND plane's logic.
+
+    Every allowed value generates within 4 GiB and 5 minutes: the ranges below and the
+    cross-field checks in ``__post_init__`` (among them :data:`MAX_KV_SLOTS` and
+    :data:`MAX_MEMORY_BITS`) keep
+    ``memwall gen`` within them (``make ranges``, reports/config_ranges.md).
+    """
 
     unit_name: ClassVar[str] = "kvnand"
     name: str = "kvnand"
@@ -75,13 +92,13 @@ class KvnandConfig(UnitConfig):
                            "input-vector memory words (n_fmac lanes of 16 bits)")
     mul_stages: int = field(1, int_range(0, 3), "pipeline stages of each FP32 multiplier")
     bch_bits: int = field(64, one_of(*BCH_WIDTHS), "BCH encoder bits per cycle")
-    kv_buffer_bytes: int = field(8192, power_of_two(64, 1 << 20),
+    kv_buffer_bytes: int = field(8192, power_of_two(64, MAX_KV_SLOTS * 16384),
                                  "KV write-combine buffer bytes (whole pages: open page slots)")
     kv_slice_bytes: int = field(256, power_of_two(1, 1 << 14),
                                 "bytes of one token's K or V slice of a stream (a head: 128 "
                                 "BF16 values)")
     kv_word_bytes: int = field(16, power_of_two(1, 256), "KV buffer stream bytes a beat")
-    kv_stream_bits: int = field(11, int_range(1, 24),
+    kv_stream_bits: int = field(11, int_range(1, MAX_STREAM_BITS),
                                 "bits of a KV stream id (layer, head group, K or V)")
     kv_mapping: str = field("page", one_of(*MAPPINGS),
                             "page: one open page per stream (page-level mapping); naive: "
@@ -110,6 +127,11 @@ class KvnandConfig(UnitConfig):
             raise ConfigError(f"kv_slice_bytes: {self.kv_slice_bytes}, kv_word_bytes: "
                               f"{self.kv_word_bytes} — a word within a slice within a page "
                               f"({self.page_bytes})")
+        if self.memory_bits > MAX_MEMORY_BITS:
+            raise ConfigError(f"vec_words/max_d/max_heads/n_fmac/kv_buffer_bytes/kv_stream_bits: "
+                              f"the plane's memories hold {self.memory_bits:,} bits; at most "
+                              f"{MAX_MEMORY_BITS:,} (2**24), as generation time and memory "
+                              "grow with them")
         if any(page_kind(self.fmt, mode) != "bf16" for mode in MODES):
             if self.group < self.n_fmac:
                 raise ConfigError(f"group: {self.group} — at least n_fmac ({self.n_fmac}): "
@@ -122,6 +144,14 @@ class KvnandConfig(UnitConfig):
     def kv_slots(self) -> int:
         """Open pages the KV write-combine buffer holds."""
         return self.kv_buffer_bytes // self.page_bytes
+
+    @property
+    def memory_bits(self) -> int:
+        """Bits of the plane's memories: input vectors, accumulators, scales (a scaled page
+        kind only), the KV write-combine buffer and its page number of each stream."""
+        scales = 16 * self.scale_words if self.scaled else 0
+        return (16 * self.n_fmac * self.vec_words + 32 * self.n_fmac * self.acc_words + scales
+                + 8 * self.kv_buffer_bytes + PAGE_NUMBER_BITS * (1 << self.kv_stream_bits))
 
     @property
     def beat_bits(self) -> int:

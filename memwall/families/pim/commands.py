@@ -8,7 +8,13 @@ import re
 
 import numpy as np
 
-from memwall.command import UsageError, check_sim_cycles, output_path, positive_int
+from memwall.command import (
+    DEFAULT_MAX_SIM_CYCLES,
+    UsageError,
+    check_sim_cycles,
+    output_path,
+    positive_int,
+)
 from memwall.family import Command
 from memwall.files import dumps_json, write_npz_atomic
 from memwall.inputs import ArraySpec, InputError, load_npz, shown
@@ -101,6 +107,15 @@ def _data_arguments(parser: argparse.ArgumentParser) -> None:
     _bound_argument(parser)
 
 
+def _golden_arguments(parser: argparse.ArgumentParser) -> None:
+    _data_arguments(parser)
+    # The event simulator walks every cycle in Python (about 2 µs and 150 bytes a cycle here),
+    # so it is bounded as memwall run is, from the searched schedule's cycles.
+    parser.add_argument("--max-cycles", type=positive_int, default=DEFAULT_MAX_SIM_CYCLES,
+                        help="refuse a GEMM whose schedule needs more cycles (default "
+                             f"{DEFAULT_MAX_SIM_CYCLES:,}: seconds and under 1 GiB)")
+
+
 def _scheduled(args, cfg):
     from memwall.golden.pim.macro import input_ones
     from memwall.golden.pim.schedule import search
@@ -109,6 +124,8 @@ def _scheduled(args, cfg):
     a, b = load_operands(args.inputs, cfg)
     best = search(cfg, a.shape[0], a.shape[1], b.shape[1], ones=input_ones(cfg, a),
                   bound=_bound(args))
+    check_sim_cycles(best["cycles"], args.max_cycles,
+                     f"--inputs {args.inputs} (M={a.shape[0]}, K={a.shape[1]}, N={b.shape[1]})")
     return out, a, b, best
 
 
@@ -126,8 +143,6 @@ def run_command(args, cfg) -> None:
     from memwall.verif.pim.run import run_gemm
 
     out, a, b, best = _scheduled(args, cfg)
-    check_sim_cycles(best["cycles"], args.max_cycles,
-                     f"--inputs {args.inputs} (M={a.shape[0]}, K={a.shape[1]}, N={b.shape[1]})")
     result = run_gemm(cfg, a, b, best["schedule"], sim=args.sim)
     save_gemm_outputs(out, result)
     print(f"memwall: wrote {out} (M={a.shape[0]}, K={a.shape[1]}, N={b.shape[1]}, schedule "
@@ -138,7 +153,7 @@ COMMANDS = {
     "model": Command("the retention-aware schedule of a GEMM, its energy, and the eDRAM and "
                      "Neural-Cache baselines", _model_arguments, model_command),
     "golden": Command("a GEMM of your integers through the event-level golden simulator",
-                      _data_arguments, golden_command),
+                      _golden_arguments, golden_command),
     "run": Command("a GEMM of your integers through the generated pim_core, in simulation",
                    _data_arguments, run_command),
 }

@@ -18,7 +18,7 @@ from typing import ClassVar
 from memwall.config import ConfigError, UnitConfig, field, int_range, number_range, one_of
 
 __all__ = ["PimConfig", "DEFAULT_MACRO_TABLE", "DEFAULT_TABLE_SOURCE", "MACRO_TABLE_KEYS",
-           "ORDERS", "PROCESSING", "OPERATIONS", "MAX_LEVELS"]
+           "ORDERS", "PROCESSING", "OPERATIONS", "MAX_LEVELS", "MAX_INPUT_REGISTER_BITS"]
 
 PROCESSING = ("bit_serial", "bit_parallel")
 OPERATIONS = ("row_wise", "dot_product")
@@ -26,6 +26,11 @@ OPERATIONS = ("row_wise", "dot_product")
 ORDERS = ("mkn", "mnk", "kmn", "knm", "nmk", "nkm")
 #: Most VPD levels (the level index is a 3-bit port).
 MAX_LEVELS = 8
+#: Most bits of the controller's input register file (``input_beats`` beats of a row's fields
+#: of ``input_bits``): generation memory grows with them, about 1.1 KiB a bit (measured here:
+#: 1,835,008 bits, 2,152 MiB and 77 s; 5,505,024 bits, 5,956 MiB and 232 s). ``make ranges``
+#: generates the corners at this bound (reports/config_ranges.md).
+MAX_INPUT_REGISTER_BITS = 1 << 21
 
 #: Keys of one macro-table entry (one VPD level).
 MACRO_TABLE_KEYS = ("name", "vpd_mv", "rbl_swing_mv", "vref_mv", "retention_us", "e_access_pj",
@@ -95,9 +100,11 @@ def _bool(value):
 class PimConfig(UnitConfig):
     """An eDRAM PIM macro, its controller and processing unit, and the energy tables.
 
-    Every range below keeps generation small: the PU holds ``fields`` accumulators of
-    ``acc_bits`` and its result port is ``fields * acc_bits`` bits (under Amaranth's 65,536-bit
-    port limit); the controller keeps a restore timestamp and a live bit per row.
+    Every allowed value generates within 4 GiB and 5 minutes (``make ranges``,
+    reports/config_ranges.md): the PU holds ``fields`` accumulators of ``acc_bits`` and its
+    result port is ``fields * acc_bits`` bits, the core's input ports stay within Amaranth's
+    65,536-bit netlist limit (the cross-field checks in ``__post_init__``), and the controller
+    keeps a restore timestamp and a live bit per row.
     """
 
     unit_name: ClassVar[str] = "pim"
@@ -179,6 +186,12 @@ class PimConfig(UnitConfig):
                               f"{self.acc_bits}-bit partial sums take {ports} bits of the "
                               "core's input ports; at most 65536 (a module's input ports "
                               "together, in Amaranth's netlist)")
+        if self.input_register_bits > MAX_INPUT_REGISTER_BITS:
+            beats = MAX_INPUT_REGISTER_BITS // (self.fields * self.input_bits)
+            raise ConfigError(f"input_beats: {self.input_beats} — beats of {self.fields} "
+                              f"{self.input_bits}-bit inputs are {self.input_register_bits:,} "
+                              f"register bits; at most {MAX_INPUT_REGISTER_BITS:,} (2**21), as "
+                              f"generation memory grows with them: at most {beats} beats here")
         worst = (1 << (self.input_bits - self.input_signed)) \
             * (1 << (self.weight_bits - self.weight_signed)) * self.max_dim
         if worst >= 1 << (self.acc_bits - 1):
@@ -203,6 +216,12 @@ class PimConfig(UnitConfig):
     def width(self) -> int:
         """W: columns of the logical macro row (all subarrays in lockstep)."""
         return self.cols * self.subarrays * self.banks
+
+    @property
+    def input_register_bits(self) -> int:
+        """Bits of the controller's input register file: ``input_beats`` beats of a row's
+        fields."""
+        return self.input_beats * self.fields * self.input_bits
 
     @property
     def subarray_count(self) -> int:
