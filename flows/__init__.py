@@ -12,7 +12,8 @@ circles. ``tests/common/test_layout.py`` checks it. From the bottom:
 - **netlists and activity**: ``netlist`` (gate netlists from Yosys' JSON, the hierarchy's
   boundary loads), ``activity`` (toggle rates from a VCD), ``gate_activity`` (the gate-level
   activity simulation), ``rewrite`` (one module as OpenSTA sees it), ``memory_view`` and
-  ``memory_power`` (the memories as SRAM macros: timing views, power);
+  ``memory_power`` (the memories as SRAM macros: timing views, power), ``repair`` (buffer
+  trees on nets that load their drivers past a limit);
 - **tool runs**: ``synth`` (Yosys, one run per unique module), ``sta`` (one OpenSTA session:
   its script, the run, its reports);
 - **timing methods built on the sessions**: ``characterise`` and ``budget`` (module
@@ -35,7 +36,7 @@ LAYERS = (
     # PDK and Liberty
     "liberty", "pdk", "opensta2019",
     # netlists and activity
-    "netlist", "activity", "gate_activity", "rewrite", "memory_view", "memory_power",
+    "netlist", "activity", "gate_activity", "rewrite", "memory_view", "memory_power", "repair",
     # tool runs
     "synth", "sta",
     # timing methods built on the sessions

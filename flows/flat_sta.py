@@ -33,8 +33,11 @@ from .netlist import read_netlist
 from .opensta2019 import check_run
 from .pdk import Pdk, pdk_cell_library
 from .sta import (
+    DEFAULT_SIGNOFF,
     IO_BUDGET,
     TIMING_REPORT_TCL,
+    SignOff,
+    clock_tcl,
     nominal_load,
     nominal_slew,
     parse_timing,
@@ -68,7 +71,8 @@ def flat_verilog(synth_dir: Path, modules: list[str],
 
 
 def flat_tcl(pdk: Pdk, clock_period_ns: float, netlist_path: Path, top: str,
-             inputs: list[str], outputs: list[str], clock_port: str | None) -> str:
+             inputs: list[str], outputs: list[str], clock_port: str | None,
+             signoff: SignOff = DEFAULT_SIGNOFF) -> str:
     """The OpenSTA script of the flat run (see the module docstring for the constraints)."""
     time_unit = pdk.time_unit_ps * 1e-12
     cap_unit = pdk_cell_library(pdk).libs[0].cap_f
@@ -76,11 +80,7 @@ def flat_tcl(pdk: Pdk, clock_period_ns: float, netlist_path: Path, top: str,
     slew = nominal_slew(pdk) / time_unit
     budget = IO_BUDGET * period
     lines = prelude_tcl(pdk, [netlist_path], top)
-    if clock_port:
-        lines += [f"create_clock -name clk -period {period:.6g} [get_ports {clock_port}]",
-                  f"set_clock_transition {slew:.6g} [all_clocks]"]
-    else:
-        lines.append(f"create_clock -name clk -period {period:.6g}")
+    lines += clock_tcl(clock_port, period, slew, signoff.uncertainty_tcl(pdk))
     if inputs:
         lines += ["set memwall_inputs [get_ports {" + " ".join(inputs) + "}]",
                   f"set_input_delay {budget:.6g} -clock clk $memwall_inputs",
@@ -93,16 +93,20 @@ def flat_tcl(pdk: Pdk, clock_period_ns: float, netlist_path: Path, top: str,
     return "\n".join(lines) + "\n"
 
 
-def run_flat_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float) -> dict:
-    """Time the whole synthesised design flat, in one OpenSTA run (scripts in ``sta/flat/``).
+def run_flat_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
+                 signoff: SignOff = DEFAULT_SIGNOFF) -> dict:
+    """Time the whole synthesised design flat, in one OpenSTA run (scripts in
+    ``sta/flat/``, ``sta/flat_<corner>/`` for a corner other than typical), on ``pdk``'s
+    corner under ``signoff``'s margins.
 
     Returns
     -------
     dict
-        ``flat_wns_ns`` (signed worst slack, None when nothing is timed), ``flat_tns_ns``,
+        ``flat_wns_ns`` (signed worst setup slack, None when nothing is timed),
+        ``flat_hold_wns_ns``, ``flat_tns_ns``,
         ``flat_critical_path`` (``startpoint``, ``endpoint``, ``slack_ns``, ``text``),
         ``flat_sta`` (what was linked and constrained: ``io_budget``, ``memories``,
-        ``runtime_s``, ``log``).
+        ``signoff``, ``runtime_s``, ``log``).
     """
     start = time.perf_counter()
     synth_dir = Path(synth_dir).resolve()   # OpenSTA runs in sta/flat/
@@ -116,7 +120,7 @@ def run_flat_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: flo
             raise StaError(f"no netlist for module {module}: {exc}") from None
     cells = pdk_cell_library(pdk)
     views = memory_views(synth_dir, netlists, pdk, cells)
-    work = synth_dir / "sta" / "flat"
+    work = synth_dir / "sta" / ("flat" if pdk.corner == "tt" else f"flat_{pdk.corner}")
     work.mkdir(parents=True, exist_ok=True)
     netlist_path = work / f"{top}.flat.v"
     netlist_path.write_text(flat_verilog(synth_dir, modules, views))
@@ -125,13 +129,14 @@ def run_flat_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: flo
     inputs = sorted(p for p, d, _ in top_netlist.ports if d == "input" and p != clock_port)
     outputs = sorted(p for p, d, _ in top_netlist.ports if d != "input")
     out = run_tcl(flat_tcl(pdk, clock_period_ns, netlist_path, top, inputs, outputs,
-                           clock_port), work, f"{top}.flat")
+                           clock_port, signoff), work, f"{top}.flat")
     check_run(out, pdk)
     timing = parse_timing(out)
-    slack = timing["worst_slack_s"]
+    slack, hold = timing["worst_slack_s"], timing["hold_slack_s"]
     wns = slack * 1e9 if slack != float("inf") else None
     return {
         "flat_wns_ns": wns,
+        "flat_hold_wns_ns": hold * 1e9 if hold != float("inf") else None,
         "flat_tns_ns": timing["tns_s"] * 1e9,
         "flat_critical_path": {"startpoint": timing["startpoint"],
                                "endpoint": timing["endpoint"], "slack_ns": wns,
@@ -145,6 +150,7 @@ def run_flat_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: flo
             "memories": {f"{v.module}/{v.cell}": (f"{v.rows}x{v.cols} {v.macro} per port"
                                                   if v.macro else "unmapped: ports only")
                          for v in views.values()},
+            "signoff": {**signoff.as_dict(), "corner": pdk.corner},
             "runtime_s": round(time.perf_counter() - start, 1),
             "log": str(work / f"{top}.flat.log"),
         },

@@ -21,10 +21,11 @@ from memwall.progress import Progress, plain_progress
 
 from . import hierarchical, synth
 from .flat_sta import run_flat_sta
-from .pdk import find_pdk
+from .pdk import corners, find_pdk
+from .sta import DEFAULT_SIGNOFF, SignOff
 from .synth import subtree_areas
 
-__all__ = ["run_flow", "metrics_path", "power_by_unit", "BUILD_ROOT"]
+__all__ = ["run_flow", "metrics_path", "power_by_unit", "fmax_mhz", "BUILD_ROOT"]
 
 BUILD_ROOT = paths.BUILD
 
@@ -55,9 +56,22 @@ def power_by_unit(manifest: dict, power_by_module: dict) -> dict:
     return units
 
 
+def fmax_mhz(period_ns: float, wns_ns: float | None) -> float | None:
+    """The clock at which the worst path would just keep its margin: 1 / (period - WNS).
+
+    An estimate: it holds for register-to-register paths, whose delay does not depend on the
+    period; a path through a top-level port, whose I/O budget is a share of the period, would
+    get a little more room. None when no path is timed.
+    """
+    if wns_ns is None or period_ns - wns_ns <= 0:
+        return None
+    return 1000.0 / (period_ns - wns_ns)
+
+
 def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs: int = 2,
              activity: bool = True, progress: Progress | None = None, flat_sta: bool = False,
-             boundary: str = "context", memory_idle: float | None = None) -> dict:
+             boundary: str = "context", memory_idle: float | None = None,
+             signoff: SignOff = DEFAULT_SIGNOFF) -> dict:
     """Synthesise, time and power one config on one PDK; returns (and writes) its metrics.
 
     ``progress`` shows the steps of :data:`FLOW_STEPS` (plain lines on stderr by default).
@@ -67,13 +81,18 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
     (:mod:`memwall.flows.flat_sta`; small configs only), reported beside the hierarchical WNS.
     ``memory_idle``: the share of an SRAM macro's access energy charged for a cycle without an
     access (default :data:`memwall.flows.memory_power.IDLE_ACCESS_FRACTION`).
+    ``signoff``: the margins every timing run keeps (:class:`memwall.flows.sta.SignOff`); the
+    hierarchical run and the flat run time the typical corner, and the flat run also every
+    other corner of the PDK (:func:`memwall.flows.pdk.corners`), each with its fmax
+    (:func:`fmax_mhz`).
     """
     progress = progress or plain_progress()
     cfg = load_config(config)
     pdk = find_pdk(pdk_name, cache_root=build_root / "pdk")
     period_ns = cfg.clock_period_ns_on(pdk.name)     # the PDK's own clock, where given
     start = time.perf_counter()
-    steps_total = len(FLOW_STEPS) + flat_sta
+    corner_names = corners(pdk.name) if flat_sta else ()
+    steps_total = len(FLOW_STEPS) + len(corner_names)
     with progress.task(f"synth {cfg.name}/{pdk.name}", steps_total) as steps:
         gen_dir = generate(cfg, build_root)
         manifest = json.loads((gen_dir / "manifest.json").read_text())
@@ -92,12 +111,20 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
         steps.advance(FLOW_STEPS[2] if activity else "no activity run (--no-activity)")
         timing = hierarchical.run_sta(out_dir, manifest, pdk, period_ns, switching,
                                       progress=progress, boundary=boundary,
-                                      memory_idle=memory_idle)
+                                      memory_idle=memory_idle, signoff=signoff)
         steps.advance(FLOW_STEPS[3])
-        flat = None
-        if flat_sta:
-            flat = run_flat_sta(out_dir, manifest, pdk, period_ns)
-            steps.advance(FLAT_STEP)
+        flat, by_corner = None, {}
+        for corner in corner_names:
+            corner_pdk = pdk if corner == pdk.corner else \
+                find_pdk(pdk.name, cache_root=build_root / "pdk", corner=corner)
+            result = run_flat_sta(out_dir, manifest, corner_pdk, period_ns, signoff)
+            flat = flat or result           # the typical corner's: flat_wns_ns and the rest
+            by_corner[corner] = {"wns_ns": result["flat_wns_ns"],
+                                 "hold_wns_ns": result["flat_hold_wns_ns"],
+                                 "fmax_mhz": fmax_mhz(period_ns, result["flat_wns_ns"]),
+                                 "critical_path": result["flat_critical_path"]["startpoint"]
+                                 + " -> " + str(result["flat_critical_path"]["endpoint"])}
+            steps.advance(f"{FLAT_STEP}, {corner}")
 
     metrics = {
         "config": cfg.name,
@@ -111,6 +138,9 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
         "cells": area["cells"],
         "macros": timing.get("macros", area.get("macros", [])),   # with each one's power
         "wns_ns": timing["wns_ns"],
+        "hold_wns_ns": timing["hold_wns_ns"],
+        "fmax_mhz": fmax_mhz(period_ns, timing["wns_ns"]),
+        "signoff": timing["signoff"],
         "tns_ns": timing["tns_ns"],
         "critical_path": timing.get("critical_path"),
         "boundary": timing.get("boundary"),
@@ -124,12 +154,15 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
         "flow_runtime_s": round(time.perf_counter() - start, 1),
         "command": f"make synth CONFIG={cfg.name} PDK={pdk.name}",
     }
-    if not activity or flat_sta or boundary != "context":
+    if not activity or flat_sta or boundary != "context" or signoff != DEFAULT_SIGNOFF:
         metrics["command"] = f"memwall synth {cfg.name} --pdk {pdk.name}" + \
             " --no-activity" * (not activity) + " --flat-sta" * flat_sta + \
-            (f" --boundary {boundary}" if boundary != "context" else "")
+            (f" --boundary {boundary}" if boundary != "context" else "") + \
+            (f" --setup-margin-ps {signoff.setup_margin_ps:g} --hold-margin-ps "
+             f"{signoff.hold_margin_ps:g}" if signoff != DEFAULT_SIGNOFF else "")
     if flat is not None:
         metrics.update(flat)
+        metrics["flat_by_corner"] = by_corner
         hier, whole = metrics["wns_ns"], flat["flat_wns_ns"]
         if hier is not None and whole is not None:
             metrics["flat_vs_hierarchical"] = {

@@ -51,10 +51,18 @@ from .errors import NetlistError, StaError
 from .gate_activity import DEFAULT_ACTIVITY
 from .memory_power import IDLE_ACCESS_FRACTION, memory_power
 from .memory_view import memory_views
-from .netlist import bit_key, build_hierarchy, read_netlist
+from .netlist import bit_key, boundary_slews, build_hierarchy, read_netlist
 from .pdk import Pdk, pdk_cell_library
 from .rewrite import ModuleRun, rewrite_module
-from .sta import IO_BUDGET, buffer_tree, nominal_load, nominal_slew, run_module
+from .sta import (
+    DEFAULT_SIGNOFF,
+    IO_BUDGET,
+    SignOff,
+    buffer_tree,
+    nominal_load,
+    nominal_slew,
+    run_module,
+)
 
 __all__ = ["BOUNDARY_NOTES", "widened", "run_sta"]
 
@@ -89,8 +97,9 @@ def widened(per_module: dict, netlists: dict) -> dict:
 def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
             activity: dict | None, *, jobs: int | None = None,
             progress: Progress | None = None, boundary: str = "context",
-            memory_idle: float | None = None) -> dict:
-    """Timing and power of a hierarchically synthesised design, one unique module at a time.
+            memory_idle: float | None = None, signoff: SignOff = DEFAULT_SIGNOFF) -> dict:
+    """Timing and power of a hierarchically synthesised design, one unique module at a time,
+    timed under ``signoff``'s margins.
 
     Parameters
     ----------
@@ -141,6 +150,7 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
             raise StaError(f"no netlist for module {module}: {exc}") from None
     load = nominal_load(pdk)
     hier = build_hierarchy(netlists, manifest, cells, load)
+    boundary_slews(hier, cells, nominal_slew(pdk), cells.libs[0].wire_cap)
     instances = manifest["instances"]
     per_module = widened((activity or {}).get("modules", {}), netlists)
     zero = dict.fromkeys(("internal", "switching", "leakage", "total"), 0.0)
@@ -153,16 +163,14 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
             act = dict(per_module.get(module, {}))
             act["children"] = {c.type: per_module.get(c.type, {}) for c in netlist.cells
                                if c.type in netlists}
-        timing_run = rewrite_module(netlist, hier, cells, activity=None, top_output_load=load)
-        power_run = rewrite_module(netlist, hier, cells, activity=act, top_output_load=load) \
-            if activity is not None else timing_run
+        # Timing: each output at its largest load over the instances; power: the mean.
+        timing_run = rewrite_module(netlist, hier, cells, activity=None, top_output_load=load,
+                                    worst_loads=True)
+        power_run = rewrite_module(netlist, hier, cells, activity=act, top_output_load=load)
         if power_run.leaf_cells == 0:   # wiring only: nothing to time or power
             return module, timing_run, zero, power_run
         if boundary == "context":
             # The memories' macro pins load what drives them (the flat run sees them too).
-            if timing_run is power_run:
-                timing_run = rewrite_module(netlist, hier, cells, activity=None,
-                                            top_output_load=load)
             add_memory_loads(timing_run, netlist, hier.fan[module], views, cells)
         power = run_module(power_run, pdk, clock_period_ns, work, mode="power",
                            global_activity=None if activity is not None else DEFAULT_ACTIVITY)
@@ -171,7 +179,8 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
     def time_module(module: str, run: ModuleRun, delays) -> dict | None:
         if run.leaf_cells == 0:
             return None
-        timing = run_module(run, pdk, clock_period_ns, work, mode="timing", delays=delays)
+        timing = run_module(run, pdk, clock_period_ns, work, mode="timing", delays=delays,
+                            signoff=signoff)
         timing["buffered"] = {p: c for p, c in run.output_loads.items() if buffer_tree(c, pdk)}
         return timing
 
@@ -218,7 +227,7 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
     total = dict(zero)
     by_module: dict[str, dict] = {}
     annotated: dict[str, int] = defaultdict(int)
-    worst, tns, critical = math.inf, 0.0, None
+    worst, hold_worst, tns, critical = math.inf, math.inf, 0.0, None
     for module, timing, power, run in results:
         count = instances[module]
         own = {k: v * 1e3 for k, v in power.items()}
@@ -234,6 +243,7 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
         if timing is not None:
             slack_ns = timing["worst_slack_s"] * 1e9
             entry["worst_slack_ns"] = slack_ns if slack_ns != math.inf else None
+            hold_worst = min(hold_worst, timing["hold_slack_s"] * 1e9)
             entry["tns_ns"] = timing["tns_s"] * 1e9
             if timing["buffered"]:
                 entry["buffer_trees_modelled"] = {p: round(c * 1e15, 1) for p, c in
@@ -279,6 +289,8 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
     total["total"] += memories_mw
     return {
         "wns_ns": worst if worst != math.inf else None,
+        "hold_wns_ns": hold_worst if hold_worst != math.inf else None,
+        "signoff": signoff.as_dict(),
         "tns_ns": tns,
         "critical_path": critical,
         "power_mw": total,

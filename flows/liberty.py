@@ -372,11 +372,13 @@ class CellInfo:
     data_inverted: bool
     state_vars: tuple[str, str] | None  # ff/latch (IQ, IQN)
     clock_pins: tuple[str, ...]
+    max_capacitance: dict[str, float] = field(default_factory=dict)  # output pin -> F
 
 
 def cell_info(cell: LibertyGroup, liberty: Liberty) -> CellInfo:
     """The :class:`CellInfo` of a parsed cell of ``liberty``."""
-    inputs, outputs, clocks = {}, {}, []
+    inputs, outputs, clocks, max_cap = {}, {}, [], {}
+    default_max = liberty.library.attr("default_max_capacitance", None)
     for name, pin in pins(cell, liberty.library):
         direction = pin.attr("direction")
         if direction == "input":
@@ -385,6 +387,9 @@ def cell_info(cell: LibertyGroup, liberty: Liberty) -> CellInfo:
                 clocks.append(name)
         elif direction in ("output", "inout"):
             outputs[name] = pin.attr("function")
+            limit = pin.attr("max_capacitance", default_max)
+            if limit is not None:       # where the cell's delay tables end
+                max_cap[name] = float(limit) * liberty.cap_f
     seq = cell.find("ff") + cell.find("latch")
     data_pin, inverted, state = None, False, None
     if seq:
@@ -395,7 +400,7 @@ def cell_info(cell: LibertyGroup, liberty: Liberty) -> CellInfo:
             data_pin = match.group(2)
             inverted = bool(match.group(1)) != bool(match.group(3))
     return CellInfo(cell.args[0], inputs, outputs, bool(seq), data_pin, inverted, state,
-                    tuple(clocks))
+                    tuple(clocks), max_cap)
 
 
 class CellLibrary:

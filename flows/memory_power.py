@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import defaultdict
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -150,7 +151,7 @@ def net_activity(netlist: Netlist, run: ModuleRun | None, cells, modules):
     """``lookup(net) -> (toggles per cycle, duty)`` from a module's power run: the activity the
     flow set on a leaf-cell pin on the net (VCD or gate-level replay), else on the input port
     or cut child output it is; constants exactly; None when the net is none of these."""
-    pin_of: dict[int, str] = {}
+    pins_of: dict[int, list[str]] = defaultdict(list)   # every leaf pin on the net
     for k, cell in enumerate(netlist.cells):
         if not is_leaf(cell, cells, modules):
             continue
@@ -158,7 +159,7 @@ def net_activity(netlist: Netlist, run: ModuleRun | None, cells, modules):
             else f"{BOUNDARY_PREFIX}c{k}"   # as rewrite_module names it
         for pin, bits in cell.pins.items():
             if len(bits) == 1 and isinstance(bits[0], int):
-                pin_of.setdefault(bits[0], f"{name}/{pin}")
+                pins_of[bits[0]].append(f"{name}/{pin}")
     port_of: dict[int, str] = {}
     for p, d, _ in netlist.ports:
         if d == "input":
@@ -176,9 +177,14 @@ def net_activity(netlist: Netlist, run: ModuleRun | None, cells, modules):
     def lookup(net) -> tuple[float, float] | None:
         if not isinstance(net, int):
             return (0.0, 1.0) if net == "1" else (0.0, 0.0)
-        for table, key in ((pin_act, pin_of.get(net)), (port_act, port_of.get(net))):
-            if key is not None and key in table:
-                return tuple(table[key])
+        # The first pin on the net the run has an activity for (a net whose only leaf pin is
+        # a driver's output, such as a repair buffer's, has it on no pin: try them all).
+        for key in pins_of.get(net, ()):
+            if key in pin_act:
+                return tuple(pin_act[key])
+        key = port_of.get(net)
+        if key is not None and key in port_act:
+            return tuple(port_act[key])
         return cut.get(net)
 
     return lookup

@@ -120,20 +120,23 @@ def wrapper_verilog(view: MemoryView, cells: CellLibrary | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def memory_views(synth_dir: Path, netlists: dict[str, Netlist], pdk: Pdk,
-                 cells: CellLibrary) -> dict[tuple[str, str], MemoryView]:
+def memory_views(synth_dir: Path | None, netlists: dict[str, Netlist], pdk: Pdk,
+                 cells: CellLibrary, macros: list[dict] | None = None,
+                 ) -> dict[tuple[str, str], MemoryView]:
     """(module, cell name) -> :class:`MemoryView` for every ``memwall_ram`` cell of the design.
 
-    The macro arrangement is the one synthesis chose (``area.json``); without it (or for a
-    memory listed as unmapped) the wrapper has ports only.
+    The macro arrangement is the one synthesis chose (``macros``, else ``area.json``'s); without
+    it (or for a memory listed as unmapped) the wrapper has ports only.
     """
-    area = Path(synth_dir) / "area.json"
+    area = Path(synth_dir) / "area.json" if synth_dir is not None else None
+    if macros is None:
+        macros = json.loads(area.read_text()).get("macros", []) if area and area.exists() \
+            else []
     mapped: dict[tuple[str, str], dict] = {}
-    if area.exists():
-        for entry in json.loads(area.read_text()).get("macros", []):
-            if entry.get("status") == "mapped":
-                mapped[(entry["module"], str(entry["cell"]).lstrip("\\"))] = entry
-    macros = {m.name: m for m in pdk.macros}
+    for entry in macros:
+        if entry.get("status") == "mapped":
+            mapped[(entry["module"], str(entry["cell"]).lstrip("\\"))] = entry
+    by_name = {m.name: m for m in pdk.macros}
     views: dict[tuple[str, str], MemoryView] = {}
     for module in sorted(netlists):
         for cell in netlists[module].cells:
@@ -142,7 +145,7 @@ def memory_views(synth_dir: Path, netlists: dict[str, Netlist], pdk: Pdk,
             widths = {p: len(bits) for p, bits in cell.pins.items()}
             directions = {p: "output" if p == "RD_DATA" else "input" for p in widths}
             entry = mapped.get((module, cell.name))
-            macro = macros.get(entry["macro"]) if entry else None
+            macro = by_name.get(entry["macro"]) if entry else None
             rows = cols = 0
             if macro is not None:
                 rows = math.ceil(int(entry["depth"]) / macro.depth)

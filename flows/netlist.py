@@ -25,11 +25,11 @@ from pathlib import Path
 
 from .constants import YOSYS_MAIN
 from .errors import NetlistError
-from .liberty import CellLibrary
+from .liberty import CellLibrary, pins, table_lookup
 
 __all__ = ["Cell", "Netlist", "netlist_from_json", "read_netlist",
            "netlist_from_verilog", "yosys_json", "bit_key", "Fanout", "fanout", "is_leaf",
-           "Hierarchy", "build_hierarchy", "top_down"]
+           "Hierarchy", "build_hierarchy", "boundary_slews", "top_down"]
 
 
 @dataclass
@@ -229,18 +229,27 @@ class Hierarchy:
     fan: dict[str, Fanout] = field(default_factory=dict)
     in_cap: dict[str, dict[int, float]] = field(default_factory=dict)    # module -> net -> F
     out_load: dict[str, dict[int, float]] = field(default_factory=dict)  # module -> net -> F
+    #: the largest over the module's instances: what timing takes (power takes the mean)
+    out_load_max: dict[str, dict[int, float]] = field(default_factory=dict)
+    #: transition (s) at each input port bit, the slowest over instances, and at each output
+    #: port bit at its largest load (:func:`boundary_slews`)
+    in_slew: dict[str, dict[int, float]] = field(default_factory=dict)
+    out_slew: dict[str, dict[int, float]] = field(default_factory=dict)
 
 
 def build_hierarchy(netlists: dict[str, Netlist], manifest: dict, cells: CellLibrary,
                     top_output_load: float) -> Hierarchy:
-    """Input capacitance of every input port bit and mean load of every output port bit.
+    """Input capacitance of every input port bit, and the mean and the largest load of every
+    output port bit over the module's instances.
 
     A port's input capacitance is the pins it reaches inside the module plus, through child
     instances, inside them, plus the wire load of its fan-out there (the net has no driver in
     that module, so nothing else counts it). An output port's load is the mean, over the
     module's instances, of what its net drives in the parent (pins, child inputs, wire, and the
     parent's own output load when the net leaves the parent too); the top's outputs drive
-    ``top_output_load``.
+    ``top_output_load``. Power takes the mean (:attr:`Hierarchy.out_load`); timing the largest
+    (:attr:`Hierarchy.out_load_max`), as the instance that drives the most is the one that
+    sets the module's slack.
     """
     hier = Hierarchy(netlists, manifest.get("hierarchy", {}), manifest["instances"],
                      manifest["top"])
@@ -270,12 +279,15 @@ def build_hierarchy(netlists: dict[str, Netlist], manifest: dict, cells: CellLib
     for m in netlists:
         in_cap(m)
     sums: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    maxes: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
     weights: dict[str, float] = defaultdict(float)
     for module in top_down(hier):
-        if weights.get(module):   # every parent is done: the mean is final
+        if weights.get(module):   # every parent is done: the mean and the largest are final
             hier.out_load[module] = {t: v / weights[module] for t, v in sums[module].items()}
+            hier.out_load_max[module] = dict(maxes[module])
         netlist, fan = netlists[module], hier.fan[module]
         own = hier.out_load.get(module, {})
+        own_max = hier.out_load_max.get(module, {})
         out_ports = {n for p, d, _ in netlist.ports if d != "input"
                      for n in netlist.port_bits[p] if isinstance(n, int)}
         count = hier.instances.get(module, 0)
@@ -285,12 +297,89 @@ def build_hierarchy(netlists: dict[str, Netlist], manifest: dict, cells: CellLib
         for n, drivers in fan.child_drivers.items():
             leaf, kids = fan.leaf_loads.get(n, []), fan.child_loads.get(n, [])
             load = pin_caps(leaf) + child_caps(kids) + wire(len(leaf) + len(kids))
+            largest = load
             if n in out_ports:
                 load += own.get(n, top_output_load)
+                largest += own_max.get(n, top_output_load)
             for cell, _pin, _k, target in drivers:
                 if isinstance(target, int):
                     sums[cell.type][target] += count * load
+                    if count:
+                        maxes[cell.type][target] = max(maxes[cell.type][target], largest)
     return hier
+
+
+def boundary_slews(hier: Hierarchy, cells: CellLibrary, top_input_slew: float,
+                   wire=lambda fanout: 0.0) -> None:
+    """The transition at every boundary of the hierarchy (``hier.in_slew``, ``hier.out_slew``).
+
+    A net's transition is its driver's Liberty ``rise_transition``/``fall_transition`` (the
+    slower, over the cell's arcs) at the net's load, the largest over instances as timing takes
+    it, with the driver's own input at ``top_input_slew`` (one stage of history, not the whole
+    path's). A child's output takes the transition its driver inside gives; an input port the
+    slowest of what reaches it over its instances; the top's inputs ``top_input_slew``.
+    """
+    memo: dict[tuple, float] = {}
+
+    def drive(cell: str, pin: str, load: float) -> float:
+        key = (cell, pin, round(load * 1e18))
+        if key not in memo:
+            liberty = cells.liberty_of(cell)
+            group = next(g for n, g in pins(liberty.cell(cell), liberty.library) if n == pin)
+            slews = [table_lookup(t, liberty.library, slew=top_input_slew / liberty.time_s,
+                                  load=load / liberty.cap_f)
+                     for arc in group.find("timing")
+                     for kind in ("rise_transition", "fall_transition") for t in arc.find(kind)]
+            memo[key] = max(slews, default=top_input_slew / liberty.time_s) * liberty.time_s
+        return memo[key]
+
+    def net_load(module: str, n: int) -> float:
+        fan = hier.fan[module]
+        leaf, kids = fan.leaf_loads.get(n, []), fan.child_loads.get(n, [])
+        return (sum(cells.info(c.type).inputs[p] for c, p in leaf)
+                + sum(hier.in_cap.get(c.type, {}).get(t, 0.0) for c, _p, _k, t in kids
+                      if isinstance(t, int))
+                + wire(len(leaf) + len(kids)))
+
+    def net_slew(module: str, n: int, outside: float) -> float | None:
+        """The transition of net ``n`` of ``module`` with ``outside`` more load on it."""
+        fan = hier.fan[module]
+        for cell, pin in fan.leaf_drivers.get(n, []):
+            return drive(cell.type, pin, net_load(module, n) + outside)
+        for cell, _pin, _k, target in fan.child_drivers.get(n, []):
+            if isinstance(target, int) and cell.type in hier.netlists:
+                return out_slew(cell.type).get(target)
+        return None
+
+    def out_slew(module: str) -> dict[int, float]:
+        if module not in hier.out_slew:
+            netlist = hier.netlists[module]
+            external = hier.out_load_max.get(module, {})
+            found = {}
+            for p, d, _ in netlist.ports:
+                for n in netlist.port_bits[p] if d != "input" else []:
+                    if isinstance(n, int):
+                        slew = net_slew(module, n, external.get(n, 0.0))
+                        if slew is not None:
+                            found[n] = slew
+            hier.out_slew[module] = found
+        return hier.out_slew[module]
+
+    hier.in_slew[hier.top] = {}
+    for module in top_down(hier):
+        netlist, fan = hier.netlists[module], hier.fan[module]
+        own_in = hier.in_slew.setdefault(module, {})
+        inputs = {n for p, d, _ in netlist.ports if d == "input"
+                  for n in netlist.port_bits[p] if isinstance(n, int)}
+        for n, loads in fan.child_loads.items():
+            slew = own_in.get(n, top_input_slew) if n in inputs else \
+                net_slew(module, n, hier.out_load_max.get(module, {}).get(n, 0.0))
+            if slew is None:
+                continue
+            for cell, _pin, _k, target in loads:
+                if isinstance(target, int) and cell.type in hier.netlists:
+                    child = hier.in_slew.setdefault(cell.type, {})
+                    child[target] = max(child.get(target, 0.0), slew)
 
 
 def top_down(hier: Hierarchy) -> list[str]:

@@ -48,8 +48,8 @@ from memwall import paths
 from .errors import LibertyError, PdkError
 from .liberty import CellLibrary, Liberty, blank_comments, cell_library, group_end
 
-__all__ = ["Pdk", "Macro", "PLATFORMS", "MAX_LIBERTY_BYTES", "pdk_root", "find_pdk",
-           "pdk_cell_library"]
+__all__ = ["Pdk", "Macro", "PLATFORMS", "CORNERS", "MAX_LIBERTY_BYTES", "pdk_root", "find_pdk",
+           "corners", "pdk_cell_library"]
 
 
 #: platform -> (standard-cell Liberty globs, SRAM macro Liberty glob), relative to <root>/<platform>
@@ -57,6 +57,11 @@ PLATFORMS = {
     "asap7": (["lib/NLDM/asap7sc7p5t_*_RVT_TT_nldm_*.lib*"], "lib/NLDM/fakeram7_*.lib*"),
     "nangate45": (["lib/NangateOpenCellLibrary_typical.lib*"], "lib/fakeram45_*.lib*"),
     "sky130hd": (["lib/sky130_fd_sc_hd__tt_025C_1v80.lib*"], None),
+}
+#: Other corners of a platform's standard cells (the PLATFORMS globs are its "tt"): ASAP7's slow
+#: corner, 0.63 V and 100 C (../shared/pdk/asap7/SOURCES.md). The macros have one corner.
+CORNERS = {
+    "asap7": {"ss": ["lib/NLDM/asap7sc7p5t_*_RVT_SS_nldm*.lib*"]},
 }
 
 #: Cells no flow should pick (ORFS DONT_USE lists: physical-only, delay-tuned, or broken cells).
@@ -95,6 +100,7 @@ class Pdk:
     macros: tuple[Macro, ...] = field(default=())
     time_unit_ps: float = 1.0           # 1.0 when the cell library counts time in ps, 1000 in ns
     dont_use: tuple[str, ...] = ()
+    corner: str = "tt"
 
     def to_library_time(self, ns: float) -> float:
         """A time in ns expressed in the standard-cell library's time unit (SDC, abc -D)."""
@@ -269,16 +275,27 @@ def _macro(path: Path) -> Macro | None:
     return Macro(path.name.split(".")[0], int(match.group(1)), int(match.group(2)), path)
 
 
-def find_pdk(name: str, cache_root: Path | None = None) -> Pdk:
-    """Locate platform ``name`` under :func:`pdk_root` and prepare its Liberty cache.
+def corners(name: str) -> tuple[str, ...]:
+    """The standard-cell corners of platform ``name``, typical first."""
+    return ("tt", *sorted(CORNERS.get(name, {})))
 
-    Raises :class:`PdkError` for an unknown platform, missing files, or a file that is not a
-    readable Liberty library (nothing is published to the cache then).
+
+def find_pdk(name: str, cache_root: Path | None = None, corner: str = "tt") -> Pdk:
+    """Locate platform ``name`` under :func:`pdk_root` and prepare its Liberty cache, with the
+    standard cells of ``corner`` (:func:`corners`).
+
+    Raises :class:`PdkError` for an unknown platform or corner, missing files, or a file that
+    is not a readable Liberty library (nothing is published to the cache then).
     """
     if name not in PLATFORMS:
         raise PdkError(f"unknown PDK {name!r}; supported: {', '.join(sorted(PLATFORMS))}")
+    if corner not in corners(name):
+        raise PdkError(f"PDK {name} has no corner {corner!r}; its corners: "
+                       f"{', '.join(corners(name))}")
     root = pdk_root() / name
     cell_globs, macro_glob = PLATFORMS[name]
+    if corner != "tt":
+        cell_globs = CORNERS[name][corner]
     found = sorted({p for g in cell_globs for p in root.glob(g)})
     if not found:
         raise PdkError(f"PDK {name}: no Liberty files matching {', '.join(cell_globs)} under "
@@ -304,7 +321,7 @@ def find_pdk(name: str, cache_root: Path | None = None) -> Pdk:
             if macro:
                 macros.append(macro)
     return Pdk(name, root, tuple(cells), merged, tuple(macros), units.pop(),
-               tuple(DONT_USE[name]))
+               tuple(DONT_USE[name]), corner)
 
 
 def pdk_cell_library(pdk: Pdk) -> CellLibrary:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .gate_activity import (
     DEFAULT_ACTIVITY,
@@ -48,6 +48,7 @@ class ModuleRun:
     annotated: dict[str, int]                        # source kind -> count
     leaf_cells: int = 0
     check: dict | None = None                        # simulated vs VCD on non-source nets
+    input_slews: dict[str, float] = field(default_factory=dict)   # input bit -> transition (s)
 
 
 def verilog_name(name: str) -> str:
@@ -61,7 +62,8 @@ def _port_ref(port: str, index: int | None) -> str:
 
 def rewrite_module(netlist: Netlist, hier: Hierarchy | None, cells: CellLibrary, *,
                    activity: dict | None, default: tuple[float, float] = DEFAULT_ACTIVITY,
-                   top_output_load: float = 0.0, seed: int = 1) -> ModuleRun:
+                   top_output_load: float = 0.0, seed: int = 1,
+                   worst_loads: bool = False) -> ModuleRun:
     """The module as OpenSTA sees it, with loads and (given ``activity``) every pin's activity.
 
     Child instances are removed. A child output that drives this module's own cells becomes a
@@ -97,6 +99,7 @@ def rewrite_module(netlist: Netlist, hier: Hierarchy | None, cells: CellLibrary,
     port_activity: dict[str, tuple[float, float]] = {}
     output_loads: dict[str, float] = {}
     output_wires: dict[str, float] = {}
+    input_slews: dict[str, float] = {}
     port_on_net: dict[int, str] = {}
     wire = cells.libs[0].wire_cap
     outputs_on: dict[int, int] = defaultdict(int)
@@ -140,6 +143,9 @@ def rewrite_module(netlist: Netlist, hier: Hierarchy | None, cells: CellLibrary,
             assigns.append((net_ref[n], port))
         net_ref[n] = port
         new_inputs.append(port)
+        cell, _pin, _k, target = drivers[0]
+        if hier and isinstance(target, int) and target in hier.out_slew.get(cell.type, {}):
+            input_slews[port] = hier.out_slew[cell.type][target]
         fallback = None
         found = lookup(netlist.net_names.get(n, []))
         if found is None and activity:
@@ -169,6 +175,8 @@ def rewrite_module(netlist: Netlist, hier: Hierarchy | None, cells: CellLibrary,
         for i, n in zip(netlist.port_indices(p), netlist.port_bits[p], strict=True):
             bit = bit_key(p, i)
             input_bits.append(bit)
+            if hier and n in hier.in_slew.get(netlist.name, {}):
+                input_slews[bit] = hier.in_slew[netlist.name][n]
             if isinstance(n, int):
                 source(n, "inputs", lookup([bit] + netlist.net_names.get(n, [])))
                 port_activity[bit] = sources[n]
@@ -196,7 +204,9 @@ def rewrite_module(netlist: Netlist, hier: Hierarchy | None, cells: CellLibrary,
             for net, inv in states:   # unmatched: the state follows D, as simulated
                 if d_bits and isinstance(d_bits[0], int):
                     registers[net] = (d_bits[0], inv != info.data_inverted)
-    loads = hier.out_load.get(netlist.name, {}) if hier else {}
+    # Output loads: the mean over the module's instances (power), or the largest (timing).
+    loads = (hier.out_load_max if worst_loads else hier.out_load).get(netlist.name, {}) \
+        if hier else {}
     for p, d, _ in netlist.ports:
         if d == "input":
             continue
@@ -253,7 +263,7 @@ def rewrite_module(netlist: Netlist, hier: Hierarchy | None, cells: CellLibrary,
     lines.append("endmodule")
     return ModuleRun(netlist.name, "\n".join(lines) + "\n", clock_port,
                      input_bits + new_inputs, output_loads, output_wires, port_activity,
-                     pin_activity, dict(counts), leaf_cells, check)
+                     pin_activity, dict(counts), leaf_cells, check, input_slews)
 
 
 def _boundary_port(kind: str, net: int, netlist: Netlist) -> str:

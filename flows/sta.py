@@ -25,6 +25,7 @@ import os
 import re
 import subprocess
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import StaError
@@ -41,7 +42,7 @@ from .pdk import Pdk, pdk_cell_library
 from .rewrite import ModuleRun
 
 __all__ = [
-    "IO_BUDGET", "NOMINAL_INVERTER", "STA_BINARY",
+    "IO_BUDGET", "NOMINAL_INVERTER", "STA_BINARY", "SignOff", "DEFAULT_SIGNOFF", "NO_MARGIN",
     "nominal_slew", "nominal_load", "nominal_fo4_delay", "buffer_tree",
     "module_tcl", "run_tcl", "parse_power", "parse_timing", "run_module",
 ]
@@ -130,7 +131,39 @@ def prelude_tcl(pdk: Pdk, netlist_paths: list[Path], top: str) -> list[str]:
 
 
 #: Tcl that prints what :func:`parse_timing` reads: worst slack, TNS, the worst path.
+@dataclass(frozen=True)
+class SignOff:
+    """The conditions every WNS is timed and printed with (pre-layout: no wires yet).
+
+    ``setup_margin_ps`` and ``hold_margin_ps`` are clock uncertainty on every capture
+    (``set_clock_uncertainty``): the margin a pre-layout result keeps for clock skew, jitter and
+    the wires it does not see. Decision: 50 ps setup (5 % of a 1 GHz period, the customary
+    pre-layout margin) and 10 ps hold; both are arguments of ``memwall synth``. ``corner`` is
+    the standard-cell corner the run reads (:data:`memwall.flows.pdk.PLATFORMS`).
+    """
+    setup_margin_ps: float = 50.0
+    hold_margin_ps: float = 10.0
+    corner: str = "tt"
+
+    def as_dict(self) -> dict:
+        return {"setup_margin_ps": self.setup_margin_ps, "hold_margin_ps": self.hold_margin_ps,
+                "corner": self.corner, "clock": "ideal (uncertainty as above)",
+                "netlist": "buffered (memwall.flows.repair)",
+                "wires": "none (pre-layout; no wire-load model)"}
+
+    def uncertainty_tcl(self, pdk: Pdk) -> list[str]:
+        unit = pdk.time_unit_ps
+        return [f"set_clock_uncertainty -setup {self.setup_margin_ps / unit:.6g} [all_clocks]",
+                f"set_clock_uncertainty -hold {self.hold_margin_ps / unit:.6g} [all_clocks]"]
+
+
+#: What a timing run is signed off with unless told otherwise.
+DEFAULT_SIGNOFF = SignOff()
+#: Raw delays, as the boundary characterisation measures them.
+NO_MARGIN = SignOff(0.0, 0.0)
+
 TIMING_REPORT_TCL = ['puts "MEMWALL_WORST [sta::worst_slack_cmd max]"',
+                     'puts "MEMWALL_HOLD [sta::worst_slack_cmd min]"',
                      'puts "MEMWALL_TNS [sta::total_negative_slack_cmd max]"',
                      'puts "MEMWALL_PATH_BEGIN"',
                      "report_checks -path_delay max -digits 4 -fields {slew cap}",
@@ -147,13 +180,15 @@ def ports_tcl(names) -> str:
     return "{" + " ".join("{" + p + "}" for p in names) + "}"
 
 
-def clock_tcl(clock_port: str | None, period: float, slew: float) -> list[str]:
+def clock_tcl(clock_port: str | None, period: float, slew: float,
+              margins: list[str] = ()) -> list[str]:
     """``clk`` on the clock port (library time units), or a virtual one for a combinational
-    module (for I/O constraints and activity density)."""
+    module (for I/O constraints and activity density), with ``margins``
+    (:meth:`SignOff.uncertainty_tcl`)."""
     if clock_port:
         return [f"create_clock -name clk -period {period:.6g} [get_ports {clock_port}]",
-                f"set_clock_transition {slew:.6g} [all_clocks]"]
-    return [f"create_clock -name clk -period {period:.6g}"]
+                f"set_clock_transition {slew:.6g} [all_clocks]", *margins]
+    return [f"create_clock -name clk -period {period:.6g}", *margins]
 
 
 def boundary_trees(run: ModuleRun, pdk: Pdk) -> dict[str, tuple[float, float]]:
@@ -185,8 +220,9 @@ def load_tcl(run: ModuleRun, pdk: Pdk, *, timing: bool) -> list[str]:
 def module_tcl(run: ModuleRun, pdk: Pdk, clock_period_ns: float, netlist_path: Path, *,
                mode: str, global_activity: tuple[float, float] | None = None,
                input_slew_s: float | None = None,
-               delays: tuple[dict[str, float], dict[str, float]] | None = None) -> str:
-    """The OpenSTA script of one run (``mode`` "timing" or "power").
+               delays: tuple[dict[str, float], dict[str, float]] | None = None,
+               signoff: SignOff = DEFAULT_SIGNOFF) -> str:
+    """The OpenSTA script of one run (``mode`` "timing" or "power"), timed under ``signoff``.
 
     ``delays``: (input delay per input port, output delay per output port), in library time
     units, as :mod:`memwall.flows.budget` derives them from the design around the module; a
@@ -201,11 +237,19 @@ def module_tcl(run: ModuleRun, pdk: Pdk, clock_period_ns: float, netlist_path: P
         delays = (dict.fromkeys(run.input_ports, budget), dict.fromkeys(run.output_loads, budget))
     input_delays, output_delays = delays
     lines = prelude_tcl(pdk, [netlist_path], run.module)
-    lines += clock_tcl(run.clock_port, period, slew)
+    lines += clock_tcl(run.clock_port, period, slew, signoff.uncertainty_tcl(pdk))
     lines.append(PORTS_PROC)
     if run.input_ports:
         lines += [f"set memwall_inputs [memwall_ports {ports_tcl(run.input_ports)}]",
                   f"set_input_transition {slew:.6g} $memwall_inputs"]
+    if mode == "timing" and input_slew_s is None:
+        # Each boundary switches with the edge its driver gives it (netlist.boundary_slews).
+        by_slew: dict[float, list[str]] = defaultdict(list)
+        for port, port_slew in run.input_slews.items():
+            if port in run.input_ports:
+                by_slew[round(port_slew / time_unit, 3)].append(port)
+        lines += [f"set_input_transition {value:.6g} [memwall_ports {ports_tcl(ports)}]"
+                  for value, ports in sorted(by_slew.items())]
     by_delay: dict[float, list[str]] = defaultdict(list)
     for port in run.input_ports:
         if port in input_delays:
@@ -280,6 +324,7 @@ def parse_power(text: str) -> dict[str, float]:
 def parse_timing(text: str) -> dict:
     """Worst slack and TNS (s, as OpenSTA's Tcl API returns them) and the critical path."""
     worst = re.search(r"MEMWALL_WORST (\S+)", text)
+    hold = re.search(r"MEMWALL_HOLD (\S+)", text)
     tns = re.search(r"MEMWALL_TNS (\S+)", text)
     if not worst or not tns:
         raise StaError("no slack figures in the OpenSTA output")
@@ -287,7 +332,9 @@ def parse_timing(text: str) -> dict:
     slack = float(worst.group(1))
     start, end = re.search(r"^Startpoint: (.*)$", path, re.M), \
         re.search(r"^Endpoint: (.*)$", path, re.M)
+    hold_slack = float(hold.group(1)) if hold else math.inf
     return {"worst_slack_s": slack if abs(slack) < 1e20 else math.inf,   # no path: INF
+            "hold_slack_s": hold_slack if abs(hold_slack) < 1e20 else math.inf,
             "tns_s": float(tns.group(1)), "path": path if "Startpoint" in path else "",
             "startpoint": start.group(1).strip() if start else None,
             "endpoint": end.group(1).strip() if end else None}
@@ -296,14 +343,15 @@ def parse_timing(text: str) -> dict:
 def run_module(run: ModuleRun, pdk: Pdk, clock_period_ns: float, workdir: Path, *,
                mode: str, global_activity: tuple[float, float] | None = None,
                input_slew_s: float | None = None,
-               delays: tuple[dict[str, float], dict[str, float]] | None = None) -> dict:
+               delays: tuple[dict[str, float], dict[str, float]] | None = None,
+               signoff: SignOff = DEFAULT_SIGNOFF) -> dict:
     """One OpenSTA run of a rewritten module: timing (s) or power (W) figures."""
     workdir.mkdir(parents=True, exist_ok=True)
     netlist = workdir / f"{run.module}.{mode}.v"
     netlist.write_text(run.verilog)
     out = run_tcl(module_tcl(run, pdk, clock_period_ns, netlist, mode=mode,
                              global_activity=global_activity, input_slew_s=input_slew_s,
-                             delays=delays),
+                             delays=delays, signoff=signoff),
                   workdir, f"{run.module}.{mode}")
     check_run(out, pdk)
     return parse_timing(out) if mode == "timing" else parse_power(out)

@@ -61,7 +61,10 @@ from memwall.progress import Progress, plain_progress
 from .constants import MEMORY_CELL, YOSYS_MAIN
 from .errors import FlowError, LibertyError
 from .liberty import Liberty, strip_groups
-from .pdk import Pdk
+from .memory_view import memory_pin_caps, memory_views
+from .netlist import netlist_from_json
+from .pdk import Pdk, pdk_cell_library
+from .repair import REPAIR_RULES, repair_design, rewrite_script
 
 __all__ = ["PlatformCells", "PLATFORM_CELLS", "synthesize", "yosys_script", "lite_liberty",
            "choose_macro", "liberty_area", "subtree_areas"]
@@ -399,6 +402,49 @@ def _synth_module(runner: _Runner, module: str, children: list[str], libs: tuple
             else None, "warnings": len(re.findall(r"^Warning:", text, re.M))}
 
 
+def _repair(runner: _Runner, modules: list[str], hierarchy: dict, mapped: dict[str, list[dict]],
+            pdk: Pdk, liberty: str, jobs: int, progress) -> dict:
+    """Fanout and load repair of every module (:mod:`memwall.flows.repair`), children first;
+    Yosys rewrites the netlist files and statistics of each module that gained buffers."""
+    root = runner.root
+    cells = pdk_cell_library(pdk)
+    data = {m: json.loads((root / "netlist" / f"{m}.json").read_text()) for m in modules}
+    netlists = {m: netlist_from_json(data[m], m) for m in modules}
+    views = memory_views(None, netlists, pdk, cells, [e for es in mapped.values() for e in es])
+    caps: dict[str, dict[str, dict[str, float]]] = {}
+    for (module, cell), view in views.items():
+        caps.setdefault(module, {})[cell] = memory_pin_caps(view, cells)
+    platform = PLATFORM_CELLS[pdk.name]
+    repairs = repair_design({m: data[m]["modules"][m] for m in modules}, hierarchy,
+                            REPAIR_RULES[pdk.name], cells, caps,
+                            (platform.tiehi[0], platform.tielo[0]))
+    changed = [m for m, r in repairs.items() if r.buffers]
+
+    def job(module: str) -> None:
+        work, log = root / "work", root / "logs" / f"{module}.repair.log"
+        write_json_atomic(work / f"{module}.repaired.json", data[module])
+        (work / f"{module}.repair.ys").write_text(rewrite_script(module, liberty))
+        status, _, _ = runner.run(["-q", "-l", f"logs/{module}.repair.log", "-s",
+                                   f"work/{module}.repair.ys"], work / f"{module}.repair.out")
+        text = log.read_text(errors="replace") if log.exists() else ""
+        if status != 0 or "End of script" not in text:
+            raise FlowError(f"Yosys could not write {module}'s repaired netlist (status "
+                            f"{status}).\nlog: {log}\n--- last {_LOG_TAIL} lines ---\n"
+                            f"{_tail(log)}")
+        task.advance(module)
+
+    with progress.task("repair: buffer trees", len(changed)) as task, \
+            ThreadPoolExecutor(max_workers=jobs) as pool:
+        for future in [pool.submit(job, module) for module in changed]:
+            future.result()
+    return {m: {"buffers": r.buffers, "nets_repaired": r.nets_repaired,
+                "worst_load_before": {"of_limit": round(r.worst_before[0], 3),
+                                      "net": r.worst_before[1]},
+                "worst_load_after": {"of_limit": round(r.worst_after[0], 3),
+                                     "net": r.worst_after[1]}}
+            for m, r in repairs.items()}
+
+
 def _own_cells(module: str, stat: dict, children: set[str], lib_cells: set[str],
                log: Path) -> tuple[float, int, dict[str, int]]:
     """(own std-cell area, own std-cell count, child instance counts) of one module's stat."""
@@ -533,6 +579,10 @@ def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, j
             raise failed[0].exception()
 
     macro_areas = {m.name: liberty_area(m.liberty) for m in pdk.macros}
+    mapped = {module: [_map_memory(module, mem, instances[module], pdk, macro_areas)
+                       for mem in _memories((work / f"{module}.mem.il").read_text())]
+              for module in modules}
+    repairs = _repair(runner, modules, hierarchy, mapped, pdk, libs[0], jobs, progress)
     own: dict[str, float] = {}
     by_module: dict[str, dict] = {}
     macros: list[dict] = []
@@ -547,8 +597,7 @@ def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, j
             warnings.append(f"{module}: child instances after synthesis {kids} differ from the "
                             f"manifest {expected}; areas use the manifest")
         count = instances[module]
-        mems = [_map_memory(module, mem, count, pdk, macro_areas)
-                for mem in _memories((work / f"{module}.mem.il").read_text())]
+        mems = mapped[module]
         macros += mems
         macro_area = sum((m["area_um2"] for m in mems), 0.0)
         own[module] = cell_area + macro_area
@@ -577,6 +626,7 @@ def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, j
                      "abc_delay_ps": r["abc_delay_ps"], "warnings": r["warnings"]}
                  for m, r in sorted(runs.items())},
         "warnings": warnings,
+        "repair": repairs,
         "yosys_version": version,
         "pdk": pdk.name,
         "clock_period_ns": clock_period_ns,

@@ -19,6 +19,7 @@ from memwall.command import (
     UsageError,
     fraction,
     jobs_int,
+    margin_ps,
     mutant_count,
     output_folder,
     positive_int,
@@ -29,6 +30,7 @@ from memwall.flows.flow import BUILD_ROOT
 from memwall.flows.memory_power import IDLE_ACCESS_FRACTION
 from memwall.flows.pdk import PLATFORMS
 from memwall.flows.report import REPORTS
+from memwall.flows.sta import DEFAULT_SIGNOFF, SignOff
 from memwall.progress import Progress
 from memwall.sweep import RAY_INSTALL, SweepError
 
@@ -80,7 +82,8 @@ def cmd_synth(args) -> None:
     with Progress(plain=True if args.quiet else None) as progress:   # PdkError: exit 2
         run_flow(args.config, args.pdk, jobs=args.jobs, activity=not args.no_activity,
                  build_root=Path(args.build), progress=progress, flat_sta=args.flat_sta,
-                 boundary=args.boundary, memory_idle=args.memory_idle)
+                 boundary=args.boundary, memory_idle=args.memory_idle,
+                 signoff=SignOff(args.setup_margin_ps, args.hold_margin_ps))
 
 
 def cmd_prove(args) -> None:
@@ -281,6 +284,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="share of an SRAM macro's access energy charged for a clocked "
                             "cycle without an access (default %(default)s; 1 = fakeram's "
                             "Liberty taken literally, every cycle an access)")
+    synth.add_argument("--setup-margin-ps", type=margin_ps,
+                       default=DEFAULT_SIGNOFF.setup_margin_ps, metavar="PS",
+                       help="setup clock uncertainty every path is timed with (default "
+                            "%(default)g ps)")
+    synth.add_argument("--hold-margin-ps", type=margin_ps,
+                       default=DEFAULT_SIGNOFF.hold_margin_ps, metavar="PS",
+                       help="hold clock uncertainty (default %(default)g ps)")
     synth.add_argument("--build", default=str(BUILD_ROOT),
                        help="build root (default: build/ in the checkout)")
     synth.add_argument("--quiet", action="store_true",

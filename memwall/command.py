@@ -11,7 +11,8 @@ from pathlib import Path
 from memwall.inputs import InputError
 
 __all__ = ["UsageError", "output_path", "output_folder", "write_json_output", "positive_int",
-           "jobs_int", "mutant_count", "fraction", "check_sim_cycles", "DEFAULT_MAX_SIM_CYCLES"]
+           "jobs_int", "mutant_count", "fraction", "margin_ps", "check_sim_cycles",
+           "DEFAULT_MAX_SIM_CYCLES"]
 
 #: ``memwall run``'s default bound on simulated cycles (``--max-cycles``): a run that long takes
 #: minutes in Icarus; the analytic ``model`` of each family has no such bound.
@@ -41,6 +42,17 @@ def fraction(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not 0.0 <= value <= 1.0:   # NaN fails this too
         raise argparse.ArgumentTypeError(f"{text} is not a fraction in [0, 1]")
+    return value
+
+
+def margin_ps(text: str) -> float:
+    """argparse type: a timing margin in ps, in [0, 10000]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 10000.0:   # NaN fails this too
+        raise argparse.ArgumentTypeError(f"{text} is not a margin in [0, 10000] ps")
     return value
 
 
