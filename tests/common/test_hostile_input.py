@@ -216,6 +216,32 @@ def test_memory_config_sizes_past_the_budget(tmp_path, key, value):
     assert not (tmp_path / "build").exists()
 
 
+#: Configs in range field by field that ran past minutes or 4 GiB in memwall gen (issue 34).
+PAST_THE_BUDGET = {
+    "pim_dot_product_registers": ("unit: pim\noperation: dot_product\ncols: 1024\n"
+                                  "subarrays: 21\ninput_beats: 256\n",
+                                  "input_beats: 256 — beats of 2688 8-bit inputs are 5,505,024 "
+                                  "register bits; at most 2,097,152"),
+    "kvnand_memories": ("unit: kvnand\nn_fmac: 64\nvec_words: 16384\n",
+                        "the plane's memories hold 16,908,288 bits; at most 16,777,216"),
+    "kvnand_stream_ids": ("unit: kvnand\nkv_stream_bits: 24\n",
+                          "kv_stream_bits must be an integer in [1, 19]"),
+    "rdxe_memories": ("unit: rdxe\nvacs: 64\nlanes: 64\nwmem_words: 65536\n"
+                      "kv_words: 65536\n", "at most 536,870,912 (2**29)"),
+}
+
+
+@pytest.mark.parametrize("case", list(PAST_THE_BUDGET))
+def test_memory_family_configs_past_the_budget(tmp_path, case):
+    text, message = PAST_THE_BUDGET[case]
+    cfg = _write(tmp_path / "big.yaml", text)
+    start = time.monotonic()
+    run = memwall(tmp_path, "gen", cfg, "--out", tmp_path / "build")
+    assert message in run.error()
+    assert time.monotonic() - start < 30     # refused before any elaboration
+    assert not (tmp_path / "build").exists() and run.leftovers() == []
+
+
 # --- cache poisoning ----------------------------------------------------------------------
 
 def test_cache_bad_pdk_root_leaves_the_good_cache(tmp_path):
