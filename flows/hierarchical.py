@@ -150,7 +150,7 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
             raise StaError(f"no netlist for module {module}: {exc}") from None
     load = nominal_load(pdk)
     hier = build_hierarchy(netlists, manifest, cells, load)
-    boundary_slews(hier, cells, nominal_slew(pdk), cells.libs[0].wire_cap)
+    boundary_slews(hier, cells, nominal_slew(pdk))
     instances = manifest["instances"]
     per_module = widened((activity or {}).get("modules", {}), netlists)
     zero = dict.fromkeys(("internal", "switching", "leakage", "total"), 0.0)
@@ -290,7 +290,7 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
     return {
         "wns_ns": worst if worst != math.inf else None,
         "hold_wns_ns": hold_worst if hold_worst != math.inf else None,
-        "signoff": signoff.as_dict(),
+        "signoff": signoff.as_dict(pdk.corner),
         "tns_ns": tns,
         "critical_path": critical,
         "power_mw": total,

@@ -237,6 +237,16 @@ class Hierarchy:
     out_slew: dict[str, dict[int, float]] = field(default_factory=dict)
 
 
+def _net_load(fan: Fanout, n: int, cells: CellLibrary, child_in_cap) -> float:
+    """What net ``n`` of a module loads inside it: its leaf pins, its child inputs
+    (``child_in_cap(child) -> {net: F}``) and the wire of its fan-out."""
+    leaf, kids = fan.leaf_loads.get(n, []), fan.child_loads.get(n, [])
+    return (sum(cells.info(c.type).inputs[p] for c, p in leaf)
+            + sum(child_in_cap(c.type).get(t, 0.0) for c, _p, _k, t in kids
+                  if isinstance(t, int))
+            + cells.libs[0].wire_cap(len(leaf) + len(kids)))
+
+
 def build_hierarchy(netlists: dict[str, Netlist], manifest: dict, cells: CellLibrary,
                     top_output_load: float) -> Hierarchy:
     """Input capacitance of every input port bit, and the mean and the largest load of every
@@ -253,15 +263,8 @@ def build_hierarchy(netlists: dict[str, Netlist], manifest: dict, cells: CellLib
     """
     hier = Hierarchy(netlists, manifest.get("hierarchy", {}), manifest["instances"],
                      manifest["top"])
-    wire = cells.libs[0].wire_cap
     for m, n in netlists.items():
         hier.fan[m] = fanout(n, cells, netlists)
-
-    def pin_caps(loads) -> float:
-        return sum(cells.info(c.type).inputs[p] for c, p in loads)
-
-    def child_caps(loads) -> float:
-        return sum(in_cap(c.type).get(t, 0.0) for c, _p, _k, t in loads if isinstance(t, int))
 
     def in_cap(module: str) -> dict[int, float]:
         if module not in hier.in_cap:
@@ -270,9 +273,7 @@ def build_hierarchy(netlists: dict[str, Netlist], manifest: dict, cells: CellLib
             for p, d, _ in netlist.ports:
                 for n in netlist.port_bits[p] if d == "input" else []:
                     if isinstance(n, int):
-                        loads = fan.leaf_loads.get(n, []), fan.child_loads.get(n, [])
-                        caps[n] = pin_caps(loads[0]) + child_caps(loads[1]) + \
-                            wire(len(loads[0]) + len(loads[1]))
+                        caps[n] = _net_load(fan, n, cells, in_cap)
             hier.in_cap[module] = caps
         return hier.in_cap[module]
 
@@ -295,8 +296,7 @@ def build_hierarchy(netlists: dict[str, Netlist], manifest: dict, cells: CellLib
             if cell.type in netlists:
                 weights[cell.type] += count
         for n, drivers in fan.child_drivers.items():
-            leaf, kids = fan.leaf_loads.get(n, []), fan.child_loads.get(n, [])
-            load = pin_caps(leaf) + child_caps(kids) + wire(len(leaf) + len(kids))
+            load = _net_load(fan, n, cells, in_cap)
             largest = load
             if n in out_ports:
                 load += own.get(n, top_output_load)
@@ -309,8 +309,7 @@ def build_hierarchy(netlists: dict[str, Netlist], manifest: dict, cells: CellLib
     return hier
 
 
-def boundary_slews(hier: Hierarchy, cells: CellLibrary, top_input_slew: float,
-                   wire=lambda fanout: 0.0) -> None:
+def boundary_slews(hier: Hierarchy, cells: CellLibrary, top_input_slew: float) -> None:
     """The transition at every boundary of the hierarchy (``hier.in_slew``, ``hier.out_slew``).
 
     A net's transition is its driver's Liberty ``rise_transition``/``fall_transition`` (the
@@ -333,19 +332,12 @@ def boundary_slews(hier: Hierarchy, cells: CellLibrary, top_input_slew: float,
             memo[key] = max(slews, default=top_input_slew / liberty.time_s) * liberty.time_s
         return memo[key]
 
-    def net_load(module: str, n: int) -> float:
-        fan = hier.fan[module]
-        leaf, kids = fan.leaf_loads.get(n, []), fan.child_loads.get(n, [])
-        return (sum(cells.info(c.type).inputs[p] for c, p in leaf)
-                + sum(hier.in_cap.get(c.type, {}).get(t, 0.0) for c, _p, _k, t in kids
-                      if isinstance(t, int))
-                + wire(len(leaf) + len(kids)))
-
     def net_slew(module: str, n: int, outside: float) -> float | None:
         """The transition of net ``n`` of ``module`` with ``outside`` more load on it."""
         fan = hier.fan[module]
         for cell, pin in fan.leaf_drivers.get(n, []):
-            return drive(cell.type, pin, net_load(module, n) + outside)
+            load = _net_load(fan, n, cells, lambda child: hier.in_cap.get(child, {}))
+            return drive(cell.type, pin, load + outside)
         for cell, _pin, _k, target in fan.child_drivers.get(n, []):
             if isinstance(target, int) and cell.type in hier.netlists:
                 return out_slew(cell.type).get(target)

@@ -42,7 +42,7 @@ from .pdk import Pdk, pdk_cell_library
 from .rewrite import ModuleRun
 
 __all__ = [
-    "IO_BUDGET", "NOMINAL_INVERTER", "STA_BINARY", "SignOff", "DEFAULT_SIGNOFF", "NO_MARGIN",
+    "IO_BUDGET", "NOMINAL_INVERTER", "STA_BINARY", "SignOff", "DEFAULT_SIGNOFF",
     "nominal_slew", "nominal_load", "nominal_fo4_delay", "buffer_tree",
     "module_tcl", "run_tcl", "parse_power", "parse_timing", "run_module",
 ]
@@ -130,7 +130,6 @@ def prelude_tcl(pdk: Pdk, netlist_paths: list[Path], top: str) -> list[str]:
             'puts "MEMWALL_OPCOND [sta::operating_conditions max]"']
 
 
-#: Tcl that prints what :func:`parse_timing` reads: worst slack, TNS, the worst path.
 @dataclass(frozen=True)
 class SignOff:
     """The conditions every WNS is timed and printed with (pre-layout: no wires yet).
@@ -138,16 +137,16 @@ class SignOff:
     ``setup_margin_ps`` and ``hold_margin_ps`` are clock uncertainty on every capture
     (``set_clock_uncertainty``): the margin a pre-layout result keeps for clock skew, jitter and
     the wires it does not see. Decision: 50 ps setup (5 % of a 1 GHz period, the customary
-    pre-layout margin) and 10 ps hold; both are arguments of ``memwall synth``. ``corner`` is
-    the standard-cell corner the run reads (:data:`memwall.flows.pdk.PLATFORMS`).
+    pre-layout margin) and 10 ps hold; both are arguments of ``memwall synth``. The corner is
+    the PDK's (:attr:`memwall.flows.pdk.Pdk.corner`).
     """
     setup_margin_ps: float = 50.0
     hold_margin_ps: float = 10.0
-    corner: str = "tt"
 
-    def as_dict(self) -> dict:
+    def as_dict(self, corner: str) -> dict:
+        """The conditions as ``metrics.json`` prints them, on standard-cell ``corner``."""
         return {"setup_margin_ps": self.setup_margin_ps, "hold_margin_ps": self.hold_margin_ps,
-                "corner": self.corner, "clock": "ideal (uncertainty as above)",
+                "corner": corner, "clock": "ideal (uncertainty as above)",
                 "netlist": "buffered (memwall.flows.repair)",
                 "wires": "none (pre-layout; no wire-load model)"}
 
@@ -159,9 +158,8 @@ class SignOff:
 
 #: What a timing run is signed off with unless told otherwise.
 DEFAULT_SIGNOFF = SignOff()
-#: Raw delays, as the boundary characterisation measures them.
-NO_MARGIN = SignOff(0.0, 0.0)
 
+#: Tcl that prints what :func:`parse_timing` reads: worst and hold slack, TNS, the worst path.
 TIMING_REPORT_TCL = ['puts "MEMWALL_WORST [sta::worst_slack_cmd max]"',
                      'puts "MEMWALL_HOLD [sta::worst_slack_cmd min]"',
                      'puts "MEMWALL_TNS [sta::total_negative_slack_cmd max]"',

@@ -30,7 +30,7 @@ def test_margins_are_in_the_library_time_unit(name, unit, tmp_path):
 
 
 def test_default_signoff_is_stated():
-    stated = DEFAULT_SIGNOFF.as_dict()
+    stated = DEFAULT_SIGNOFF.as_dict("tt")
     assert (stated["setup_margin_ps"], stated["hold_margin_ps"], stated["corner"]) == \
         (50.0, 10.0, "tt")
     assert "pre-layout" in stated["wires"] and "buffered" in stated["netlist"]
