@@ -42,8 +42,11 @@ synth: $(STAMP)
 # writes reports/area_power.{md,csv} and the plots. The flows run side by side in worker
 # processes (WORKERS=N; default: the CPUs / 2, each flow running 2 Yosys jobs), or as Ray tasks
 # with RAY=local|auto|host:port (the `ray` extra; the build folder shared by every node).
+# A row that is not of this checkout's RTL and flow is refused; ALLOW_STALE=1 writes it marked
+# stale, outside every paper comparison and fit.
 report: $(STAMP)
-	$(BIN)/memwall report --run $(if $(WORKERS),--workers $(WORKERS)) $(if $(RAY),--ray $(RAY))
+	$(BIN)/memwall report --run $(if $(WORKERS),--workers $(WORKERS)) $(if $(RAY),--ray $(RAY)) \
+		$(if $(ALLOW_STALE),--allow-stale)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -q -m "not slow" tests

@@ -186,7 +186,8 @@ def hand_power(netlist: Netlist, pdk: Pdk, *, clock_period_ns: float, slew_s: fl
     for n in nets:
         loads = fan.leaf_loads.get(n, [])
         cap[n] = sum(cells.info(c.type).inputs[p] for c, p in loads) + \
-            (output_load_f if n in out_ports else 0.0) + std.wire_cap(len(loads) + (n in out_ports))
+            (output_load_f if n in out_ports else 0.0) + \
+            cells.wire_cap(len(loads) + (n in out_ports))
     for n, port in in_port.items():
         act[n] = (2.0, 0.5) if port == clock else inputs[port]
         slew[n] = {"rise": slew_s, "fall": slew_s}

@@ -3,8 +3,9 @@
 Each step raises its own: :class:`FlowError` (Yosys synthesis, :mod:`memwall.flows.synth`),
 :class:`LibertyError` (:mod:`memwall.flows.liberty`), :class:`PdkError`
 (:mod:`memwall.flows.pdk`), :class:`NetlistError` (:mod:`memwall.flows.netlist`),
-:class:`StaError` (OpenSTA runs) and :class:`ActivityError` (:mod:`memwall.flows.activity`).
-``memwall`` reports :class:`PdkError`, an :class:`~memwall.inputs.InputError`, as bad input
+:class:`StaError` (OpenSTA runs), :class:`ActivityError` (:mod:`memwall.flows.activity`) and
+:class:`StaleRowsError` (:mod:`memwall.flows.report`). ``memwall`` reports :class:`PdkError` and
+:class:`StaleRowsError`, each an :class:`~memwall.inputs.InputError`, as bad input
 (exit status 2) and the others as a failed tool step (``memwall.cli._tool_failures``).
 """
 
@@ -12,7 +13,8 @@ from __future__ import annotations
 
 from memwall.inputs import InputError
 
-__all__ = ["FlowError", "LibertyError", "PdkError", "NetlistError", "StaError", "ActivityError"]
+__all__ = ["FlowError", "LibertyError", "PdkError", "NetlistError", "StaError", "ActivityError",
+           "StaleRowsError"]
 
 
 class FlowError(RuntimeError):
@@ -38,3 +40,8 @@ class StaError(RuntimeError):
 
 class ActivityError(RuntimeError):
     """A waveform that cannot give activity (no clock, no known top scope, empty window)."""
+
+
+class StaleRowsError(InputError):
+    """``memwall report`` found rows that are not of this checkout's RTL and flow (or whose
+    provenance is unknown); the message names them and how to regenerate them. Exit status 2."""

@@ -150,7 +150,7 @@ def run_flat_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: flo
             "memories": {f"{v.module}/{v.cell}": (f"{v.rows}x{v.cols} {v.macro} per port"
                                                   if v.macro else "unmapped: ports only")
                          for v in views.values()},
-            "signoff": signoff.as_dict(pdk.corner),
+            "signoff": signoff.as_dict(pdk),
             "runtime_s": round(time.perf_counter() - start, 1),
             "log": str(work / f"{top}.flat.log"),
         },

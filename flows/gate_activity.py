@@ -85,7 +85,7 @@ def simulate_activity(netlist: Netlist, cells: CellLibrary, modules: dict[str, N
                       default: tuple[float, float] = DEFAULT_ACTIVITY,
                       traces: dict[int, list[str]] | None = None, trace_cycles: int = 0,
                       cycles: int = SIM_CYCLES, lanes: int = SIM_LANES, seed: int = 1,
-                      iterations: int = 3) -> dict[int, tuple[float, float]]:
+                      iterations: int = 3, observe=None) -> dict[int, tuple[float, float]]:
     """(toggles per cycle, probability of 1) of every net of ``netlist``.
 
     ``sources`` are the nets whose activity is given (input ports, child outputs, registers
@@ -97,7 +97,9 @@ def simulate_activity(netlist: Netlist, cells: CellLibrary, modules: dict[str, N
     instance shifted in time, so the bits of a bus keep the workload's correlation; the others
     are independent random streams with their toggle rate and probability. Correlation the
     logic creates (reconvergence, XOR of related signals) is simulated exactly; glitches are
-    not (zero delay).
+    not (zero delay). ``observe``, if given, is called once with the last pass's packed
+    streams (net -> (cycles, lanes/64) words) for per-cycle questions that toggle rates cannot
+    answer (:mod:`memwall.flows.clock_power`: how often a register holds).
     """
     import numpy as np
 
@@ -169,6 +171,8 @@ def simulate_activity(netlist: Netlist, cells: CellLibrary, modules: dict[str, N
             if d in result:
                 t, p = result[d]
                 guess[q] = (t, 1.0 - p if inverted else p)
+    if observe is not None:
+        observe(streams)
     for n, value in given.items():   # sources keep their exact statistics
         result[n] = value
     return result

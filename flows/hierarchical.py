@@ -47,6 +47,7 @@ from memwall.progress import Progress, plain_progress
 from .activity import widen_signals
 from .budget import derive_delays
 from .characterise import add_memory_loads
+from .clock_power import clock_gating, rtl_enable_bits, scan_registers
 from .errors import NetlistError, StaError
 from .gate_activity import DEFAULT_ACTIVITY
 from .memory_power import IDLE_ACCESS_FRACTION, memory_power
@@ -54,6 +55,7 @@ from .memory_view import memory_views
 from .netlist import bit_key, boundary_slews, build_hierarchy, read_netlist
 from .pdk import Pdk, pdk_cell_library
 from .rewrite import ModuleRun, rewrite_module
+from .sram_model import with_estimate
 from .sta import (
     DEFAULT_SIGNOFF,
     IO_BUDGET,
@@ -154,6 +156,7 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
     instances = manifest["instances"]
     per_module = widened((activity or {}).get("modules", {}), netlists)
     zero = dict.fromkeys(("internal", "switching", "leakage", "total"), 0.0)
+    registers = {}   # module -> its flip-flops and enable registers (memwall.flows.clock_power)
 
     def prepare(module: str):
         """The module's timing and power runs, and its power (in parallel, below)."""
@@ -166,7 +169,11 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
         # Timing: each output at its largest load over the instances; power: the mean.
         timing_run = rewrite_module(netlist, hier, cells, activity=None, top_output_load=load,
                                     worst_loads=True)
-        power_run = rewrite_module(netlist, hier, cells, activity=act, top_output_load=load)
+        registers[module] = regs = scan_registers(netlist, cells, netlists)
+        regs.yosys = rtl_enable_bits(synth_dir / "work" / "rtl", module,   # cross-check
+                                     manifest.get("hierarchy", {}).get(module, {}))
+        power_run = rewrite_module(netlist, hier, cells, activity=act, top_output_load=load,
+                                   observe=regs.observe)
         if power_run.leaf_cells == 0:   # wiring only: nothing to time or power
             return module, timing_run, zero, power_run
         if boundary == "context":
@@ -217,13 +224,15 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
                                     modules))
     results = [(module, timing, power, power_run) for (module, _t, power, power_run), timing
                in zip(prepared, timings, strict=True)]
-    # Memories (black boxes here): their fakeram macros' power, from their pins' activity.
+    # Memories (black boxes here): their macros' power, from their pins' activity, at the SRAM
+    # model's access energy and leakage (the fakeram7 Liberty states one figure for every size).
     area_json = synth_dir / "area.json"
     macros = json.loads(area_json.read_text()).get("macros", []) if area_json.exists() else []
     memories_mw, macros = memory_power(
         macros, netlists, {module: run for module, _t, _p, run in prepared}, pdk, cells,
         clock_period_ns, slew_s=nominal_slew(pdk),
-        idle=IDLE_ACCESS_FRACTION if memory_idle is None else memory_idle)
+        idle=IDLE_ACCESS_FRACTION if memory_idle is None else memory_idle,
+        priced=lambda macro, model: with_estimate(pdk, macro, model))
     total = dict(zero)
     by_module: dict[str, dict] = {}
     annotated: dict[str, int] = defaultdict(int)
@@ -287,10 +296,14 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
               f"{DEFAULT_ACTIVITY[1]} on every net (no VCD)")
     total["memories"] = memories_mw
     total["total"] += memories_mw
+    # The clock tree the ideal clock leaves out, and clock gating of the enable registers.
+    clock = clock_gating(registers, manifest, macros, pdk, clock_period_ns, total["total"])
+    total["clock_tree"] = clock["clock_tree_mw"]
+    total["total"] += clock["clock_tree_mw"]
     return {
         "wns_ns": worst if worst != math.inf else None,
         "hold_wns_ns": hold_worst if hold_worst != math.inf else None,
-        "signoff": signoff.as_dict(pdk.corner),
+        "signoff": signoff.as_dict(pdk),
         "tns_ns": tns,
         "critical_path": critical,
         "power_mw": total,
@@ -299,6 +312,7 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
         "activity_source": source,
         "annotated": summary,
         "black_boxes": dict(sorted(boxes.items())),
+        "clock_gating": clock,
         "boundary": budget_summary,
         "notes": [BOUNDARY_NOTES[boundary],
                   "A boundary load above FO16 is timed behind a modelled FO4 buffer tree "
@@ -310,5 +324,9 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
                   "power_mw['memories'] is their fakeram macros' Liberty power from the "
                   "activity of their enable, address and data nets "
                   "(memwall.flows.memory_power; per memory under 'power' in 'macros'), "
-                  "included in power_mw['total']; other black boxes have no power model."],
+                  "included in power_mw['total']; other black boxes have no power model.",
+                  "power_mw['clock_tree'] is the estimated clock tree (buffers, clock wire and "
+                  "the sink pins OpenSTA's ideal clock does not charge; "
+                  "memwall.flows.clock_power), included in power_mw['total']; clock_gating "
+                  "gives the total with and without gating the enable registers."],
     }

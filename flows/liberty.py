@@ -17,6 +17,7 @@ register facts of a cell (:class:`CellInfo`, :class:`CellLibrary`), table look-u
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -409,6 +410,20 @@ class CellLibrary:
     def __init__(self, paths: list[Path]):
         self.libs = [Liberty(p) for p in paths]
         self._info: dict[str, CellInfo] = {}
+        self.wire_load = None    # a flows.wire_load.WireLoad in place of the Liberty's own
+
+    def with_wire_load(self, model) -> CellLibrary:
+        """The same cells (parsed once, shared) with ``model`` as every net's wire."""
+        view = copy.copy(self)
+        view.wire_load = model
+        return view
+
+    def wire_cap(self, fanout: int) -> float:
+        """Wire capacitance (F) of a net with ``fanout`` loads: the design's wire-load model
+        (:mod:`memwall.flows.wire_load`), else the first library's default one."""
+        if self.wire_load is not None:
+            return self.wire_load.cap_f(fanout)
+        return self.libs[0].wire_cap(fanout)
 
     def liberty_of(self, cell: str) -> Liberty:
         for lib in self.libs:
@@ -427,7 +442,9 @@ class CellLibrary:
 
 
 @cache
-def cell_library(paths: tuple[Path, ...]) -> CellLibrary:
+def cell_library(paths: tuple[Path, ...], wire_load=None) -> CellLibrary:
+    if wire_load is not None:
+        return cell_library(paths).with_wire_load(wire_load)
     return CellLibrary(list(paths))
 
 

@@ -19,6 +19,9 @@ macro's Liberty and the memory's own pins' activity in the module's power run:
   x the toggles of the net on it x the macros it reaches (address and enables: every macro of
   the port; data and write mask: one per row); ``rd_out``'s x RD_DATA's toggles.
 - **Leakage**: ``cell_leakage_power`` x ``leakage_power_unit`` x ``rows x cols``.
+- **The SRAM model** (``priced``, :mod:`memwall.flows.sram_model`) replaces the clock energy
+  and the leakage of the Liberty where it covers the PDK: ORFS's fakeram7 states one energy
+  and one leakage for every size.
 - **1R1W memories** (every generator's: one read and one write port; the fakeram macros have
   one read/write port): :data:`TWO_PORT_METHOD`. Each port is its own copy of the arrangement
   for the dynamic energy, as :mod:`.memory_view` times it: a read and a write in one cycle
@@ -264,9 +267,12 @@ def power_of_memory(entry: dict, cell_pins: dict[str, list], lookup, model: Macr
 
 def memory_power(macros: list[dict], netlists: dict[str, Netlist], runs: dict[str, ModuleRun],
                  pdk, cells, clock_period_ns: float, slew_s: float = 0.0,
-                 idle: float = IDLE_ACCESS_FRACTION) -> tuple[float, list[dict]]:
+                 idle: float = IDLE_ACCESS_FRACTION, priced=None) -> tuple[float, list[dict]]:
     """Power of every mapped memory of ``macros`` (area.json's entries): (sum over memories
-    x instances in mW, the entries with their power record under ``power``)."""
+    x instances in mW, the entries with their power record under ``power``).
+
+    ``priced(macro, model) -> model``, where given, replaces a macro's Liberty figures (the SRAM
+    model's access energy and leakage, :func:`memwall.flows.sram_model.with_estimate`)."""
     by_name = {m.name: m for m in pdk.macros}
     total, out = 0.0, []
     lookups: dict[str, object] = {}
@@ -286,6 +292,8 @@ def memory_power(macros: list[dict], netlists: dict[str, Netlist], runs: dict[st
         if module not in lookups:
             lookups[module] = net_activity(netlist, runs.get(module), cells, netlists)
         model = macro_model(macro.name, macro.depth, macro.width, Path(macro.liberty), slew_s)
+        if priced is not None:
+            model = priced(macro, model)
         entry["power"] = power_of_memory(entry, cell.pins, lookups[module], model,
                                          clock_period_ns, idle)
         total += entry["power"]["total_mw"]

@@ -244,7 +244,7 @@ def _net_load(fan: Fanout, n: int, cells: CellLibrary, child_in_cap) -> float:
     return (sum(cells.info(c.type).inputs[p] for c, p in leaf)
             + sum(child_in_cap(c.type).get(t, 0.0) for c, _p, _k, t in kids
                   if isinstance(t, int))
-            + cells.libs[0].wire_cap(len(leaf) + len(kids)))
+            + cells.wire_cap(len(leaf) + len(kids)))
 
 
 def build_hierarchy(netlists: dict[str, Netlist], manifest: dict, cells: CellLibrary,

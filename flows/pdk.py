@@ -47,6 +47,7 @@ from memwall import paths
 
 from .errors import LibertyError, PdkError
 from .liberty import CellLibrary, Liberty, blank_comments, cell_library, group_end
+from .wire_load import WireLoad
 
 __all__ = ["Pdk", "Macro", "PLATFORMS", "CORNERS", "MAX_LIBERTY_BYTES", "pdk_root", "find_pdk",
            "corners", "pdk_cell_library"]
@@ -101,6 +102,9 @@ class Pdk:
     time_unit_ps: float = 1.0           # 1.0 when the cell library counts time in ps, 1000 in ns
     dont_use: tuple[str, ...] = ()
     corner: str = "tt"
+    #: The design's wire-load model where the Liberty has none (ASAP7; set by the flow once
+    #: the design's size is known, :mod:`memwall.flows.wire_load`); None: the Liberty's own.
+    wire_load: WireLoad | None = None
 
     def to_library_time(self, ns: float) -> float:
         """A time in ns expressed in the standard-cell library's time unit (SDC, abc -D)."""
@@ -326,4 +330,5 @@ def find_pdk(name: str, cache_root: Path | None = None, corner: str = "tt") -> P
 
 def pdk_cell_library(pdk: Pdk) -> CellLibrary:
     """Standard cells first (their units are the SDC's), then the PDK's macros."""
-    return cell_library(tuple(pdk.cell_liberty) + tuple(m.liberty for m in pdk.macros))
+    return cell_library(tuple(pdk.cell_liberty) + tuple(m.liberty for m in pdk.macros),
+                        pdk.wire_load)

@@ -1,9 +1,18 @@
 """``memwall report``: area/power tables and plots from every ``metrics.json`` in the build.
 
 Writes ``reports/area_power.md`` and ``reports/area_power.csv``: every config x PDK with its
-area, timing, power and activity source, and the flow's cost. Each family adds its own section
-and plots through ``Family.report_sections`` (d-PLENA: the paper's Table IV side by side,
-scaling with VLEN).
+area, timing, power and activity source, its provenance, and the flow's cost. Each family adds
+its own section and plots through ``Family.report_sections`` (d-PLENA: the paper's Table IV side
+by side, scaling with VLEN).
+
+Provenance (:mod:`memwall.flows.provenance`): a row is *current* when its ``metrics.json``
+records the RTL, config and flow this checkout generates for its config now; *stale* when one
+of them differs; of *unknown provenance* when it records none (written before the flow
+recorded it). By default the report refuses anything but current rows
+(:class:`~memwall.flows.errors.StaleRowsError`, exit status 2, naming each row and the command
+that regenerates it); with ``allow_stale`` it writes them, marked, and leaves them out of every
+family section (paper comparisons, fits, plots). Rows of one config side by side therefore
+always share one RTL: the checkout's.
 """
 
 from __future__ import annotations
@@ -11,17 +20,21 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from memwall import paths
 
+from .errors import StaleRowsError
 from .flow import BUILD_ROOT
+from .provenance import current_design, flow_version, stale_reasons
 
 __all__ = ["collect", "write_report", "unit_group", "group_areas", "group_powers",
            "linear_fit", "markdown_table", "timing_met", "fmax_mhz", "achieved_mhz",
-           "subtree_figures", "write_synthesis_report", "synth_metrics"]
+           "subtree_figures", "write_synthesis_report", "synth_metrics", "row_provenance",
+           "provenance_label"]
 
 REPORTS = paths.REPORTS
 
@@ -149,14 +162,76 @@ def _mw(value: float | None) -> str:
     return "not modelled" if value is None else f"{value:.4g}"
 
 
-def _csv(rows: list[dict]) -> str:
+def row_provenance(rows: list[dict], current: Callable[[str], dict] = current_design,
+                   flow: str | None = None) -> list[tuple[str, list[str]]]:
+    """Each row's provenance status and why: ``("current", [])``, ``("stale", reasons)`` or
+    ``("unknown", [...])``.
+
+    ``current``: config name -> the design the checkout generates for it
+    (:func:`memwall.flows.provenance.current_design`, called once per config); ``flow``: the
+    checkout's flow version (default: :func:`memwall.flows.provenance.flow_version`).
+    """
+    flow = flow_version() if flow is None else flow
+    designs: dict[str, dict] = {}
+    status = []
+    for row in rows:
+        record = row.get("provenance")
+        if not record:
+            status.append(("unknown", ["unknown provenance: no commit, RTL hash or flow "
+                                       "version recorded"]))
+            continue
+        if row["config"] not in designs:
+            designs[row["config"]] = current(row["config"])
+        reasons = stale_reasons(record, designs[row["config"]], flow)
+        status.append(("stale", reasons) if reasons else ("current", []))
+    return status
+
+
+def provenance_label(row: dict) -> str:
+    """Short commit (``+dirty`` if tracked sources differed from it), first 10 hex of the RTL
+    hash and of the flow version; ``unknown provenance`` for a row that records none."""
+    record = row.get("provenance")
+    if not record:
+        return "unknown provenance"
+    commit = "no commit" if record.get("commit") is None else \
+        record["commit"][:7] + "+dirty" * bool(record.get("dirty"))
+    return (f"{commit}, RTL {str(record.get('rtl_sha256'))[:10]}, "
+            f"flow {str(record.get('flow_version'))[:10]}")
+
+
+def _one_rtl_per_config(rows: list[dict]) -> None:
+    """Rows of one config set side by side must come from one RTL. One build folder holds one
+    design per config, and only current rows are compared, so this only guards the rule."""
+    seen: dict[str, str] = {}
+    for row in rows:
+        rtl = (row.get("provenance") or {}).get("rtl_sha256")
+        if seen.setdefault(row["config"], rtl) != rtl:
+            first = str(seen[row["config"]])[:10]
+            raise StaleRowsError(f"rows of {row['config']} from two RTLs ({first} and "
+                                 f"{str(rtl)[:10]}) would be compared side by side")
+
+
+def _refusal(rows: list[dict], status: list[tuple[str, list[str]]]) -> str:
+    bad = [(r, reasons) for r, (s, reasons) in zip(rows, status, strict=True) if s != "current"]
+    named = "; ".join(f"{r['config']}/{r['pdk']} ({', '.join(reasons)})" for r, reasons in bad)
+    commands = ", ".join(f"`{r['command']}`" for r, _ in bad)
+    return (f"report: {len(bad)} of {len(rows)} rows are not of this checkout's RTL "
+            f"and flow: {named}. Regenerate them with {commands} (or every row of the report "
+            "matrix with `memwall report --run --force`), or write them marked stale, left out "
+            "of every paper comparison and fit, with `memwall report --allow-stale` "
+            "(`make report ALLOW_STALE=1`)")
+
+
+def _csv(rows: list[dict], status: list[tuple[str, list[str]]]) -> str:
     out = io.StringIO()
     fields = ["config", "unit", "pdk", "vlen", "clock_mhz", "fmax_mhz", "area_um2", "cells",
               "wns_ns", "tns_ns", "internal_mw", "switching_mw", "leakage_mw", "memories_mw",
-              "total_mw", "activity_source", "command"]
+              "total_mw", "activity_source", "command", "provenance", "commit", "dirty",
+              "rtl_sha256", "flow_version", "stale_reasons"]
     writer = csv.DictWriter(out, fields, lineterminator="\n")
     writer.writeheader()
-    for r in rows:
+    for r, (state, reasons) in zip(rows, status, strict=True):
+        record = r.get("provenance") or {}
         writer.writerow({"config": r["config"], "unit": r["unit"], "pdk": r["pdk"],
                          "vlen": r["parameters"].get("vlen", ""), "clock_mhz": r["clock_mhz"],
                          "fmax_mhz": None if fmax_mhz(r) is None else round(fmax_mhz(r), 1),
@@ -165,20 +240,36 @@ def _csv(rows: list[dict]) -> str:
                          "wns_ns": r["wns_ns"], "tns_ns": r["tns_ns"],
                          **{f"{k}_mw": round(r["power_mw"][k], 6)
                             for k in ("internal", "switching", "leakage", "total")},
-                         "activity_source": r["activity_source"], "command": r["command"]})
+                         "activity_source": r["activity_source"], "command": r["command"],
+                         "provenance": "unknown provenance" if state == "unknown" else state,
+                         "commit": record.get("commit"), "dirty": record.get("dirty"),
+                         "rtl_sha256": record.get("rtl_sha256"),
+                         "flow_version": record.get("flow_version"),
+                         "stale_reasons": "; ".join(reasons) if state == "stale" else ""})
     return out.getvalue()
 
 
 def write_report(build_root: Path = BUILD_ROOT, out: Path = REPORTS,
-                 units: list[str] | None = None) -> Path:
+                 units: list[str] | None = None, *, allow_stale: bool = False,
+                 current: Callable[[str], dict] = current_design) -> Path:
     """Write the tables (and the families' sections and plots) for every metrics row under
-    ``build_root``, or only those of ``units``."""
+    ``build_root``, or only those of ``units``.
+
+    Rows that are not current (:func:`row_provenance`; ``current`` gives the checkout's design
+    of a config) raise :class:`~memwall.flows.errors.StaleRowsError` before anything is
+    written, or with ``allow_stale`` are written marked and left out of the families' sections.
+    """
     rows = [r for r in collect(build_root) if not units or r["unit"] in units]
     if not rows:
         raise FileNotFoundError(f"no metrics.json under {build_root}/*/synth/*/: run "
                                 f"`make synth CONFIG=<name> PDK=<pdk>` first")
+    status = row_provenance(rows, current)
+    if not allow_stale and any(state != "current" for state, _ in status):
+        raise StaleRowsError(_refusal(rows, status))
+    compared = [r for r, (state, _) in zip(rows, status, strict=True) if state == "current"]
+    _one_rtl_per_config(compared)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "area_power.csv").write_text(_csv(rows))
+    (out / "area_power.csv").write_text(_csv(rows, status))
     plots: list[str] = []
 
     sources = sorted({r["activity_source"] for r in rows})
@@ -189,15 +280,37 @@ def write_report(build_root: Path = BUILD_ROOT, out: Path = REPORTS,
     md.append("The clock is the config's clock on that PDK; fmax is the clock at which the "
               "worst slack would be zero, 1 / (period − WNS), to first order. Power is at the "
               "config's clock.\n\n")
+    md.append("Provenance: the commit the row was made at (+dirty: tracked sources under "
+              "hdl/ golden/ verif/ flows/ memwall/ configs/ differed from it), the first 10 hex "
+              "of the SHA-256 of its generated RTL (every file of build/<config>/rtl), and of "
+              "the flow's sources (flows/*.py but report.py). A row is compared with a paper or "
+              "another row only when its RTL, config and flow are the ones this checkout "
+              "generates for its config now, so rows of one config side by side share one RTL. "
+              "`make report` refuses any other row (stale, or of unknown provenance) and names "
+              "the command that regenerates it; `memwall report --allow-stale` writes such "
+              "rows marked **stale** or *unknown provenance*, outside every comparison and "
+              "fit.\n\n")
     md.append(markdown_table(
         ["config", "pdk", "clock MHz", "fmax MHz", "area mm²", "cells", "WNS ns", "TNS ns",
          "internal mW", "switching mW", "leakage mW", "memories mW", "total mW", "activity",
-         "command"],
+         "provenance", "command"],
         [[r["config"], r["pdk"], f"{r['clock_mhz']:g}", _mhz(fmax_mhz(r)),
           f"{r['area_um2'] / 1e6:.4f}", r["cells"], _ns(r["wns_ns"]), f"{r['tns_ns']:.3f}",
           *(f"{r['power_mw'][k]:.4g}" for k in ("internal", "switching", "leakage")),
           _mw(r["power_mw"].get("memories")), f"{r['power_mw']['total']:.4g}",
-          r["activity_source"].split(":")[0], f"`{r['command']}`"] for r in rows]))
+          r["activity_source"].split(":")[0],
+          ("**stale**: " if state == "stale" else "") + provenance_label(r),
+          f"`{r['command']}`"] for r, (state, _) in zip(rows, status, strict=True)]))
+    left_out = [(r, state, reasons) for r, (state, reasons) in zip(rows, status, strict=True)
+                if state != "current"]
+    if left_out:
+        md.append("\n## Rows left out of every comparison and fit\n\n"
+                  "Written with `--allow-stale`: these rows are not of this checkout's RTL and "
+                  "flow. Regenerate each with its command.\n\n")
+        md.append(markdown_table(
+            ["config", "pdk", "provenance", "why", "command"],
+            [[r["config"], r["pdk"], "stale" if state == "stale" else "unknown provenance",
+              "; ".join(reasons), f"`{r['command']}`"] for r, state, reasons in left_out]))
 
     md.append("\n## Flow cost (this 2-core machine)\n\n")
     md.append("Peak RSS is the largest Yosys process the running `memwall` had started so far.\n\n")
@@ -216,7 +329,7 @@ def write_report(build_root: Path = BUILD_ROOT, out: Path = REPORTS,
     from memwall.family import families
 
     for name, fam in families().items():
-        own = [r for r in rows if r["unit"] == name]
+        own = [r for r in compared if r["unit"] == name]
         if own and fam.report_sections is not None:
             folder = out / name   # a family's plots go in its own report folder
             folder.mkdir(parents=True, exist_ok=True)

@@ -63,7 +63,7 @@ def _port_ref(port: str, index: int | None) -> str:
 def rewrite_module(netlist: Netlist, hier: Hierarchy | None, cells: CellLibrary, *,
                    activity: dict | None, default: tuple[float, float] = DEFAULT_ACTIVITY,
                    top_output_load: float = 0.0, seed: int = 1,
-                   worst_loads: bool = False) -> ModuleRun:
+                   worst_loads: bool = False, observe=None) -> ModuleRun:
     """The module as OpenSTA sees it, with loads and (given ``activity``) every pin's activity.
 
     Child instances are removed. A child output that drives this module's own cells becomes a
@@ -75,7 +75,8 @@ def rewrite_module(netlist: Netlist, hier: Hierarchy | None, cells: CellLibrary,
     entries, whose port activities back up the names of this module's wires; None leaves the
     activity to a global default. Sources (input ports, child outputs, registers) take the VCD
     activity their names find, else ``default``; :func:`simulate_activity` gives every other
-    net its activity, replaying the traced sources cycle by cycle.
+    net its activity, replaying the traced sources cycle by cycle; ``observe`` is handed to
+    :func:`simulate_activity` (the simulated streams, for the clock-gating estimate).
     """
     modules = hier.netlists if hier else {}
     fan = hier.fan[netlist.name] if hier and netlist.name in hier.fan \
@@ -101,7 +102,7 @@ def rewrite_module(netlist: Netlist, hier: Hierarchy | None, cells: CellLibrary,
     output_wires: dict[str, float] = {}
     input_slews: dict[str, float] = {}
     port_on_net: dict[int, str] = {}
-    wire = cells.libs[0].wire_cap
+    wire = cells.wire_cap
     outputs_on: dict[int, int] = defaultdict(int)
     for p, d, _ in netlist.ports:
         for n in netlist.port_bits[p] if d != "input" else []:
@@ -225,7 +226,8 @@ def rewrite_module(netlist: Netlist, hier: Hierarchy | None, cells: CellLibrary,
     if activity is not None and any(is_leaf(c, cells, modules) for c in netlist.cells):
         nets = simulate_activity(netlist, cells, modules, sources, registers=registers,
                                  default=default, traces=source_traces,
-                                 trace_cycles=act.get("trace_cycles", 0), seed=seed)
+                                 trace_cycles=act.get("trace_cycles", 0), seed=seed,
+                                 observe=observe)
         for cell in netlist.cells:
             if not is_leaf(cell, cells, modules):
                 continue

@@ -61,10 +61,12 @@ from memwall.progress import Progress, plain_progress
 from .constants import MEMORY_CELL, YOSYS_MAIN
 from .errors import FlowError, LibertyError
 from .liberty import Liberty, strip_groups
+from .memory_power import macro_model
 from .memory_view import memory_pin_caps, memory_views
 from .netlist import netlist_from_json
 from .pdk import Pdk, pdk_cell_library
 from .repair import REPAIR_RULES, repair_design, rewrite_script
+from .sram_model import macro_estimate
 
 __all__ = ["PlatformCells", "PLATFORM_CELLS", "synthesize", "yosys_script", "lite_liberty",
            "choose_macro", "liberty_area", "subtree_areas"]
@@ -132,7 +134,8 @@ _LOG_TAIL = 20
 
 # -- Yosys script -----------------------------------------------------------------------------
 def yosys_script(module: str, children: list[str], liberty: str, abc_liberty: str, pdk: Pdk,
-                 clock_period_ns: float, cells: PlatformCells) -> str:
+                 clock_period_ns: float, cells: PlatformCells,
+                 abc_target_ns: float | None = None) -> str:
     """The Yosys script that synthesises ``module`` with ``children`` as black boxes.
 
     Paths are relative to the Yosys root (``out_dir``): RTL in ``work/rtl/``; ``liberty`` (the
@@ -140,7 +143,9 @@ def yosys_script(module: str, children: list[str], liberty: str, abc_liberty: st
     ``abc_liberty`` (the full library) for ABC. Outputs ``netlist/<module>.v`` (for OpenSTA),
     ``netlist/<module>.json`` (the same netlist for :mod:`memwall.flows.netlist`),
     ``work/<module>.stat.json`` and ``work/<module>.mem.il`` (memory cells, for macro accounting).
+    ABC maps for ``abc_target_ns`` (default: the clock period).
     """
+    target_ps = (clock_period_ns if abc_target_ns is None else abc_target_ns) * 1000.0
     dont_use = " ".join(f"-dont_use {pattern}" for pattern in pdk.dont_use)
     lines = [
         f"# memwall: synthesis of {module} alone, children as black boxes ({pdk.name}, "
@@ -162,7 +167,7 @@ def yosys_script(module: str, children: list[str], liberty: str, abc_liberty: st
         "opt -purge",
         f"dfflibmap -liberty {liberty} {dont_use}",
         "opt",
-        f"abc -script {ABC_SCRIPT} -D {clock_period_ns * 1000.0:.6g} "
+        f"abc -script {ABC_SCRIPT} -D {target_ps:.6g} "
         f"-constr work/{module}.constr "
         f"-liberty {abc_liberty} {dont_use}",
         "setundef -zero",
@@ -224,27 +229,67 @@ def _source_stamp(src: Path) -> str:
     return f"{src.resolve()}\n{st.st_size}\n{st.st_mtime_ns}\n"
 
 
-def choose_macro(depth: int, width: int, macros, areas: dict[str, float]):
-    """The cheapest macro arrangement covering ``depth`` x ``width`` bits.
+#: How synthesis picks a memory's macro arrangement: "energy" (least energy per access, then
+#: least area), or "area" (least area, then fewest macros) as before the SRAM model. Decision:
+#: energy, since the model prices periphery (a narrow macro's decoders and sense amplifiers)
+#: in both, and an arrangement of many narrow macros costs several times the energy of few
+#: wide ones for about the same area.
+MACRO_OBJECTIVES = ("energy", "area")
 
-    Every macro type is tried as ``ceil(width / macro.width) * ceil(depth / macro.depth)`` copies
-    side by side; the smallest total area wins (then fewer copies, then the name).
+
+@dataclass(frozen=True)
+class MacroCost:
+    """One macro type as synthesis prices it."""
+    area_um2: float
+    access_energy_j: float
+    source: str
+
+
+def macro_costs(pdk: Pdk) -> dict[str, MacroCost]:
+    """Area and access energy of every macro of ``pdk``: the SRAM model's
+    (:mod:`memwall.flows.sram_model`) where it covers the PDK, else the Liberty's."""
+    costs = {}
+    for macro in pdk.macros:
+        estimate = macro_estimate(pdk, macro)
+        if estimate is not None:
+            costs[macro.name] = MacroCost(estimate.area_um2, estimate.access_energy_j,
+                                          estimate.source)
+        else:
+            model = macro_model(macro.name, macro.depth, macro.width, Path(macro.liberty))
+            costs[macro.name] = MacroCost(liberty_area(macro.liberty), model.clock_j,
+                                          f"{Path(macro.liberty).name} (Liberty)")
+    return costs
+
+
+def choose_macro(depth: int, width: int, macros, costs: dict[str, MacroCost],
+                 objective: str = "energy"):
+    """The best macro arrangement covering ``depth`` x ``width`` bits.
+
+    Every macro type is tried as ``rows = ceil(depth / macro.depth)`` by ``cols =
+    ceil(width / macro.width)`` copies; an access clocks one row (``cols`` macros). The
+    ``objective`` (:data:`MACRO_OBJECTIVES`) ranks them: least energy per access then least
+    area, or least area then fewest copies; the name breaks ties.
 
     Returns
     -------
-    tuple[Macro, int, float] or None
-        The macro, how many copies, their total area; None when there are no macros.
+    tuple[Macro, int, float, float] or None
+        The macro, how many copies, their total area, the energy of one access (J); None
+        when there are no macros.
     """
+    if objective not in MACRO_OBJECTIVES:
+        raise ValueError(f"macro objective {objective!r}: one of {', '.join(MACRO_OBJECTIVES)}")
     best = None
     for macro in macros:
-        count = math.ceil(width / macro.width) * math.ceil(depth / macro.depth)
-        key = (count * areas[macro.name], count, macro.name)
+        cols = math.ceil(width / macro.width)
+        count = cols * math.ceil(depth / macro.depth)
+        area, energy = count * costs[macro.name].area_um2, cols * costs[macro.name].access_energy_j
+        key = (energy, area) if objective == "energy" else (area, count)
+        key = (*key, macro.name)
         if best is None or key < best[0]:
-            best = (key, macro, count)
+            best = (key, macro, count, area, energy)
     if best is None:
         return None
-    (area, count, _), macro, _ = best
-    return macro, count, area
+    return best[1:]
 
 
 def _param(value: str):
@@ -272,7 +317,7 @@ def _memories(dump: str) -> list[dict]:
 
 
 def _map_memory(module: str, mem: dict, instances: int, pdk: Pdk,
-                macro_areas: dict[str, float]) -> dict:
+                costs: dict[str, MacroCost], objective: str) -> dict:
     width, depth = int(mem["WIDTH"]), int(mem["SIZE"])
     rd_ports, wr_ports = int(mem["RD_PORTS"]), int(mem["WR_PORTS"])
     rd_clocked = str(mem.get("RD_CLK_ENABLE", ""))
@@ -288,10 +333,12 @@ def _map_memory(module: str, mem: dict, instances: int, pdk: Pdk,
     elif rd_ports and "0" in rd_clocked:
         reason = "asynchronous read port; SRAM macros read synchronously"
     if reason is None:
-        macro, count, area = choose_macro(depth, width, pdk.macros, macro_areas)
+        macro, count, area, energy = choose_macro(depth, width, pdk.macros, costs, objective)
         note = "1r1w memory on a 1rw macro: area estimate" if rd_ports and wr_ports else None
         entry.update(status="mapped", macro=macro.name, macro_count=count,
-                     area_um2=area, total_um2=area * instances, note=note)
+                     area_um2=area, total_um2=area * instances, note=note,
+                     access_energy_pj=energy * 1e12, chosen_by=objective,
+                     cost_source=costs[macro.name].source)
     else:
         entry.update(status="unmapped", reason=reason, area_um2=0.0, total_um2=0.0)
     return entry
@@ -370,7 +417,8 @@ def _yosys_version(runner: _Runner, work: Path) -> str:
 
 
 def _synth_module(runner: _Runner, module: str, children: list[str], libs: tuple[str, str],
-                  pdk: Pdk, clock_period_ns: float, cells: PlatformCells) -> dict:
+                  pdk: Pdk, clock_period_ns: float, cells: PlatformCells,
+                  abc_target_ns: float) -> dict:
     root = runner.root
     work, log = root / "work", root / "logs" / f"{module}.log"
     netlist, stat = root / "netlist" / f"{module}.v", work / f"{module}.stat.json"
@@ -380,7 +428,7 @@ def _synth_module(runner: _Runner, module: str, children: list[str], libs: tuple
     (work / f"{module}.constr").write_text(
         f"set_driving_cell {cells.driver}\nset_load {cells.load_ff:g}\n")
     (work / f"{module}.ys").write_text(
-        yosys_script(module, children, *libs, pdk, clock_period_ns, cells))
+        yosys_script(module, children, *libs, pdk, clock_period_ns, cells, abc_target_ns))
     status, wall, rss = runner.run(["-q", "-l", f"logs/{module}.log", "-s", f"work/{module}.ys"],
                                    work / f"{module}.out")
     text = log.read_text(errors="replace") if log.exists() else ""
@@ -466,6 +514,17 @@ def _own_cells(module: str, stat: dict, children: set[str], lib_cells: set[str],
     return float(entry.get("area", 0.0)), own, kids
 
 
+def _sequential_area(module: str, stat: dict, cells) -> float:
+    """Area of one module's own flip-flops and latches (Liberty ``ff``/``latch`` cells)."""
+    entry = stat["modules"].get(f"\\{module}") or stat["modules"].get(module)
+    total = 0.0
+    for cell, count in entry.get("num_cells_by_type", {}).items():
+        name = cell.lstrip("\\")
+        if name in cells and cells.info(name).is_sequential:
+            total += count * cells.liberty_of(name).cell_area(name)
+    return total
+
+
 def subtree_areas(hierarchy: dict[str, dict[str, int]], own: dict[str, float]) -> dict:
     """Area of each module including everything below it (own + children x their subtrees)."""
     memo: dict[str, float] = {}
@@ -482,7 +541,8 @@ def subtree_areas(hierarchy: dict[str, dict[str, int]], own: dict[str, float]) -
 
 
 def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, jobs: int = 2,
-               progress: Progress | None = None) -> dict:
+               progress: Progress | None = None, abc_target_ns: float | None = None,
+               macro_objective: str = "energy") -> dict:
     """Synthesise every unique module of a generated design once, hierarchically.
 
     Parameters
@@ -523,6 +583,7 @@ def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, j
         A Yosys run failed or stopped early; the message has its log path and last lines.
     """
     start = time.perf_counter()
+    target_ns = clock_period_ns if abc_target_ns is None else abc_target_ns
     gen_dir, out_dir = Path(gen_dir).resolve(), Path(out_dir).resolve()
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
@@ -562,7 +623,8 @@ def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, j
 
     def job(module: str) -> None:
         children = sorted(hierarchy.get(module, {}))
-        run = _synth_module(runner, module, children, libs, pdk, clock_period_ns, cells)
+        run = _synth_module(runner, module, children, libs, pdk, clock_period_ns, cells,
+                            target_ns)
         with runner._lock:
             runs[module] = run
         task.advance(f"{module} {run['runtime_s']:.1f} s")
@@ -578,12 +640,13 @@ def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, j
                 future.cancel()
             raise failed[0].exception()
 
-    macro_areas = {m.name: liberty_area(m.liberty) for m in pdk.macros}
-    mapped = {module: [_map_memory(module, mem, instances[module], pdk, macro_areas)
+    costs = macro_costs(pdk)
+    mapped = {module: [_map_memory(module, mem, instances[module], pdk, costs, macro_objective)
                        for mem in _memories((work / f"{module}.mem.il").read_text())]
               for module in modules}
     repairs = _repair(runner, modules, hierarchy, mapped, pdk, libs[0], jobs, progress)
     own: dict[str, float] = {}
+    lib = pdk_cell_library(pdk)
     by_module: dict[str, dict] = {}
     macros: list[dict] = []
     warnings: list[str] = []
@@ -603,7 +666,8 @@ def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, j
         own[module] = cell_area + macro_area
         by_module[module] = {"own_um2": own[module], "instances": count,
                              "total_um2": own[module] * count, "cells": n_cells,
-                             "macro_um2": macro_area}
+                             "macro_um2": macro_area,
+                             "sequential_um2": _sequential_area(module, stat, lib)}
 
     subtree = subtree_areas(hierarchy, own)
     by_unit = {child: {"instances": n, "area_um2": n * subtree[child]}
@@ -630,7 +694,7 @@ def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, j
         "yosys_version": version,
         "pdk": pdk.name,
         "clock_period_ns": clock_period_ns,
-        "abc_delay_target_ps": clock_period_ns * 1000.0,
+        "abc_delay_target_ps": target_ns * 1000.0,
         "top": top,
         "modules": len(modules),
     }

@@ -142,17 +142,26 @@ def report_matrix(units: list[str] | None = None) -> list[tuple[str, str]]:
 def report_job(config: str, pdk: str, build: str, jobs: int, force: bool) -> dict:
     """One cell of ``memwall report --run``'s matrix, as a sweep job (a worker process or a
     Ray task): generate the config's RTL (dropping results of RTL that has changed since), run
-    the flow unless its metrics exist (or ``force``), and return the metrics.json it wrote.
+    the flow unless metrics of this design and flow exist (or ``force``; a row of another RTL,
+    config or flow version is run again, :func:`memwall.flows.provenance.stale_reasons`), and
+    return the metrics.json it wrote.
 
     ``build`` is absolute: on a Ray cluster it must be the same path on every node (a shared
     filesystem). The flow's progress lines go to the job's log (:attr:`memwall.sweep.Job.log`).
     """
     from memwall.flows.flow import metrics_path, run_flow
+    from memwall.flows.provenance import config_sha256, flow_version, rtl_sha256, stale_reasons
     from memwall.gen import generate
 
     root = Path(build)
-    generate(_load(config), root)
+    gen_dir = generate(_load(config), root)
     path = metrics_path(config, pdk, root)
+    if not force and path.exists():
+        manifest = json.loads((gen_dir / "manifest.json").read_text())
+        here = {"rtl_sha256": rtl_sha256(gen_dir),
+                "config_sha256": config_sha256(manifest["config"])}
+        force = bool(stale_reasons(json.loads(path.read_text()).get("provenance", {}), here,
+                                   flow_version()))
     if force or not path.exists():
         run_flow(config, pdk, jobs=jobs, build_root=root, progress=Progress(plain=True))
     return json.loads(path.read_text())
@@ -210,7 +219,7 @@ def cmd_report(args) -> None:
                       progress=progress, description="report --run: config x PDK",
                       on_result=keep)
     try:
-        out = write_report(build, Path(args.out), units=args.only)
+        out = write_report(build, Path(args.out), units=args.only, allow_stale=args.allow_stale)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     print(f"memwall: wrote {out} and its CSV and plots")
@@ -348,6 +357,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="build root to read metrics from (default: build/ in the checkout)")
     report.add_argument("--out", default=str(REPORTS),
                         help="report folder (default: reports/ in the checkout)")
+    report.add_argument("--allow-stale", action="store_true",
+                        help="write rows that are not of this checkout's RTL and flow (or of "
+                             "unknown provenance) marked stale, left out of every paper "
+                             "comparison and fit (default: refuse them, exit status 2)")
     report.add_argument("--quiet", action="store_true",
                         help="plain progress lines, as when stderr is not a terminal")
     report.set_defaults(func=cmd_report)

@@ -438,3 +438,20 @@ def test_rdxe_synthesis_md_is_what_its_generator_writes():
     folder = ROOT / "reports" / "rdxe"
     data = json.loads((folder / "synthesis.json").read_text())
     assert (folder / "synthesis.md").read_text() == render(data)
+
+
+def test_readme_flow_model_constants_are_the_code_s():
+    """The wire-load exponent, the SRAM fit's error range and ABC's target share the README
+    quotes are what the flow computes."""
+    from memwall.flows.flow import ABC_TARGET_SHARE
+    from memwall.flows.sram_model import fitted_model
+    from memwall.flows.wire_load import block_growth
+
+    growth = _find(r"NAND2 equivalents to the power (\d\.\d+)").group(1)
+    assert _quoted(growth, block_growth())
+    low, high = _find(r"RMS error (\d+)-(\d+) %").groups()
+    rms = [f.rms_error for q, f in fitted_model().items()
+           if q in ("access_energy_j", "leakage_w", "area_um2")]
+    assert _quoted(low, min(rms), 100) and _quoted(high, max(rms), 100)
+    assert _quoted(_find(r"for (\d\.\d+) of the\s+period less the setup margin").group(1),
+                   ABC_TARGET_SHARE)

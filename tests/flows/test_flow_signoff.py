@@ -30,10 +30,10 @@ def test_margins_are_in_the_library_time_unit(name, unit, tmp_path):
 
 
 def test_default_signoff_is_stated():
-    stated = DEFAULT_SIGNOFF.as_dict("tt")
+    stated = DEFAULT_SIGNOFF.as_dict(_pdk("asap7"))
     assert (stated["setup_margin_ps"], stated["hold_margin_ps"], stated["corner"]) == \
         (50.0, 10.0, "tt")
-    assert "pre-layout" in stated["wires"] and "buffered" in stated["netlist"]
+    assert "no wire-load model" in stated["wires"] and "buffered" in stated["netlist"]
 
 
 def test_fmax_from_wns():

@@ -257,7 +257,7 @@ def _memory_modules(ram_gen):
 
 
 @pytest.mark.tool
-def test_memory_maps_to_the_cheapest_fakeram_arrangement(ram_gen, tmp_path):
+def test_memory_maps_to_the_least_energy_fakeram_arrangement(ram_gen, tmp_path):
     pdk = _pdk("asap7")
     result = synthesize(ram_gen, pdk, PERIOD_NS, tmp_path / "out", progress=QUIET)
     sync, asynchronous = _memory_modules(ram_gen)
@@ -267,15 +267,18 @@ def test_memory_maps_to_the_cheapest_fakeram_arrangement(ram_gen, tmp_path):
     mapped = macros[sync]
     assert (mapped["status"], mapped["depth"], mapped["width"]) == ("mapped", 200, 40)
     assert mapped["bits"] == 8000 and mapped["instances"] == 2
-    areas = {m.name: synth.liberty_area(m.liberty) for m in pdk.macros}
+    costs = synth.macro_costs(pdk)     # the SRAM model's figures for every fakeram7 shape
     macro = next(m for m in pdk.macros if m.name == mapped["macro"])
-    count = math.ceil(40 / macro.width) * math.ceil(200 / macro.depth)
-    assert mapped["macro_count"] == count
-    assert mapped["area_um2"] == pytest.approx(count * areas[macro.name])
-    cheapest = min(math.ceil(40 / m.width) * math.ceil(200 / m.depth) * areas[m.name]
-                   for m in pdk.macros)
-    assert mapped["area_um2"] == pytest.approx(cheapest)   # 8 x fakeram7_64x21, 451.5 um^2
-    assert mapped["total_um2"] == pytest.approx(2 * cheapest)
+    cols, count = math.ceil(40 / macro.width), \
+        math.ceil(40 / macro.width) * math.ceil(200 / macro.depth)
+    assert mapped["macro_count"] == count and mapped["chosen_by"] == "energy"
+    assert mapped["area_um2"] == pytest.approx(count * costs[macro.name].area_um2)
+    assert mapped["access_energy_pj"] == pytest.approx(
+        cols * costs[macro.name].access_energy_j * 1e12)
+    least = min(math.ceil(40 / m.width) * costs[m.name].access_energy_j for m in pdk.macros)
+    assert mapped["access_energy_pj"] == pytest.approx(least * 1e12)
+    assert mapped["total_um2"] == pytest.approx(2 * mapped["area_um2"])
+    cheapest = mapped["area_um2"]
 
     unmapped = macros[asynchronous]
     assert unmapped["status"] == "unmapped" and "asynchronous" in unmapped["reason"]
@@ -308,13 +311,26 @@ def test_memory_is_unmapped_on_a_pdk_without_macros(ram_gen, tmp_path):
 
 def test_choose_macro():
     pdk = _pdk("asap7")
-    areas = {m.name: synth.liberty_area(m.liberty) for m in pdk.macros}
-    assert areas["fakeram7_256x32"] == pytest.approx(343.985)
-    macro, count, area = choose_macro(256, 32, pdk.macros, areas)
+    costs = synth.macro_costs(pdk)
+    areas = {name: synth.MacroCost(synth.liberty_area(m.liberty), 1.0, "area only")
+             for m in pdk.macros for name in [m.name]}
+    assert areas["fakeram7_256x32"].area_um2 == pytest.approx(343.985)
+    macro, count, area, _ = choose_macro(256, 32, pdk.macros, areas, "area")
     assert (macro.name, count) == ("fakeram7_256x32", 1)   # 128x64 has the same area, 2 copies
-    macro, count, _ = choose_macro(4096, 39, pdk.macros, areas)
+    macro, count, _, _ = choose_macro(4096, 39, pdk.macros, areas, "area")
     assert (macro.name, count) == ("fakeram7_2048x39", 2)
     assert choose_macro(16, 8, (), {}) is None
+    # Priced by the SRAM model: energy grows with the macro's size (not fakeram7's one figure),
+    # and each objective finds its own optimum over every macro type.
+    assert costs["fakeram7_256x256"].access_energy_j > \
+        10 * costs["fakeram7_64x21"].access_energy_j
+    singles = [choose_macro(32, 512, [m], costs, "energy") for m in pdk.macros]
+    _, _, area, energy = choose_macro(32, 512, pdk.macros, costs, "energy")
+    assert energy == min(s[3] for s in singles)
+    _, _, least_area, its_energy = choose_macro(32, 512, pdk.macros, costs, "area")
+    assert least_area == min(s[2] for s in singles) and its_energy >= energy
+    with pytest.raises(ValueError, match="macro objective 'speed': one of energy, area"):
+        choose_macro(32, 512, pdk.macros, costs, "speed")
 
 
 # -- failures -----------------------------------------------------------------------------------

@@ -1,12 +1,32 @@
 """memwall report: tables, Table IV comparison, fits and plots from metrics.json files."""
 
 import csv
+import hashlib
 import json
 
 import pytest
 
 from memwall.families.dplena.area_power import PAPER_TABLE_IV
-from memwall.flows.report import collect, linear_fit, unit_group, write_report
+from memwall.flows.provenance import flow_version
+from memwall.flows.report import collect, linear_fit, unit_group
+from memwall.flows.report import write_report as _write_report
+
+
+def current(config):
+    """The design "the checkout generates" for a config here: a stand-in for
+    memwall.flows.provenance.current_design, which would elaborate the real config."""
+    return {key: hashlib.sha256(f"{key} {config}".encode()).hexdigest()
+            for key in ("rtl_sha256", "config_sha256")}
+
+
+def provenance_of(config, **changes):
+    """A provenance record of a row made from this checkout's design and flow."""
+    return {"commit": "c0ffee" + "0" * 34, "dirty": False, **current(config),
+            "flow_version": flow_version(), **changes}
+
+
+def write_report(build, out, **options):
+    return _write_report(build, out, current=current, **options)
 
 
 def _metrics(config, pdk, vlen, unit="dplena", wns_ns=0.05):
@@ -26,6 +46,7 @@ def _metrics(config, pdk, vlen, unit="dplena", wns_ns=0.05):
                           f"reduction_unit_vlen{vlen}": {"power_mw": 0.2 * vlen},
                           "scalar_fp_unit_lanes1": {"power_mw": 0.01}},
         "activity_source": "vcd", "command": f"make synth CONFIG={config} PDK={pdk}",
+        "provenance": provenance_of(config),
     }
 
 
@@ -120,3 +141,39 @@ def test_report_of_one_family(build, tmp_path):
 def test_report_without_metrics_says_what_to_run(tmp_path):
     with pytest.raises(FileNotFoundError, match="make synth"):
         write_report(tmp_path / "empty", tmp_path / "reports")
+
+
+def test_table_iv_per_block_counts_vector_instances_only():
+    """Per-lane blocks come from the vector units' own instances: the scalar unit's exp (the
+    same module) is left out, children are their own blocks, and flops are within them."""
+    from memwall.families.dplena.area_power import _table_iv_blocks, lane_blocks
+
+    vlen = 512
+    row = _metrics("dplena512", "asap7", vlen, wns_ns=-0.1)
+    row["hierarchy"] = {
+        "dplena_core": {"reduction_unit_vlen512": 1, "scalar_fp_unit_lanes1": 1},
+        "reduction_unit_vlen512": {"fp_add_fmtfp32_stages2": vlen, "bf16_exp_x": vlen,
+                                   "reduction_node_x": vlen - 1},
+        "scalar_fp_unit_lanes1": {"bf16_exp_x": 1},
+        "fp_add_fmtfp32_stages2": {}, "bf16_exp_x": {}, "reduction_node_x": {}}
+    row["area_by_module"] = {
+        "reduction_unit_vlen512": {"own_um2": 1000.0, "sequential_um2": 100.0},
+        "fp_add_fmtfp32_stages2": {"own_um2": 200.0, "sequential_um2": 50.0},
+        "bf16_exp_x": {"own_um2": 80.0, "sequential_um2": 10.0},
+        "reduction_node_x": {"own_um2": 30.0, "sequential_um2": 20.0},
+        "scalar_fp_unit_lanes1": {"own_um2": 500.0}}
+    row["power_by_module"] = {m: {"per_instance_mw": {"total": 0.01}}
+                              for m in row["area_by_module"]}
+    blocks = lane_blocks(row)
+    assert blocks["FP32 add"]["area_um2"] == pytest.approx(200.0)
+    assert blocks["exp"]["area_um2"] == pytest.approx(80.0)          # not 80 x 513 / 512
+    assert blocks["tree node (compare-select, registers)"]["area_um2"] == \
+        pytest.approx(30.0 * (vlen - 1) / vlen)
+    assert blocks["other logic"]["area_um2"] == pytest.approx(1000.0 / vlen)
+    assert blocks["flops (within the above)"]["area_um2"] == \
+        pytest.approx((100.0 + 50.0 * vlen + 10.0 * vlen + 20.0 * (vlen - 1)) / vlen)
+    assert blocks["exp"]["power_mw"] == pytest.approx(0.01)
+    md = _table_iv_blocks([row])
+    assert "not compared: WNS -0.100 ns at 1000 MHz" in md and "1428 µm²" not in md
+    row["wns_ns"] = 0.01
+    assert "1428 µm², 0.746 mW" in _table_iv_blocks([row])

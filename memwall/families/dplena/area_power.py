@@ -17,7 +17,8 @@ from memwall.flows.report import (
     unit_group,
 )
 
-__all__ = ["report_section", "PAPER_TABLE_IV", "PAPER_SCALAR_UM2", "REPORT_GROUPS"]
+__all__ = ["report_section", "PAPER_TABLE_IV", "PAPER_SCALAR_UM2", "REPORT_GROUPS",
+           "LANE_BLOCKS", "lane_blocks"]
 
 #: d-PLENA Table IV (Synopsys DC, ASAP7, 1 GHz): VLEN -> (vector area mm^2, total power mW).
 #: The paper's scalar area is a constant 661 um^2.
@@ -132,10 +133,11 @@ def _table_iv(rows: list[dict]) -> str:
             "- **scalar**: the sequencer (decoder, register files, scalar FP unit and FP "
             "blocks, top-k, INT select lane, FSM) *without* its memory macros, as the "
             "paper's 661 µm² can only be logic.\n"
-            "- **memories**: every fakeram macro (Vector SRAM banks, instruction memory, "
-            "FP and INT SRAMs, FIFO where mapped): area from the macros' Liberty, power "
-            "from their Liberty energy at the simulated accesses (see the flow's "
-            "memory-power note).\n"
+            "- **memories**: every SRAM macro (Vector SRAM banks, instruction memory, "
+            "FP and INT SRAMs, FIFO where mapped): area, access energy and leakage from the "
+            "flow's SRAM model (a CACTI-shaped fit carried to ASAP7 by measured cell "
+            "ratios, `memwall.flows.sram_model`) at the simulated accesses; kept apart from "
+            "the logic columns, since the paper's power split is unknown.\n"
             "- **total power**: logic + memories, the whole core.\n\n"
             + markdown_table(["VLEN", "clock MHz", "vector mm² (ours)", "vector mm² (paper)",
                               "ratio", "vector µm²/lane (ours)", "vector µm²/lane (paper)",
@@ -145,6 +147,84 @@ def _table_iv(rows: list[dict]) -> str:
                               "memories mm² (ours)", "memories mW (ours)",
                               "total mW (ours)"], paper_rows)
             + _gap_note())
+
+
+#: The blocks of a lane, by module-name prefix, as Table IV per block lists them; a module
+#: matching none is "other logic". Each block's figure is its modules' own cells (children are
+#: their own blocks), so the blocks add up to the vector units.
+LANE_BLOCKS = (("FP32 add", ("fp_add_fmtfp32",)), ("BF16 add", ("fp_add_fmtbf16",)),
+               ("FP mul", ("fp_mul_",)), ("exp", ("bf16_exp",)),
+               ("tree node (compare-select, registers)", ("reduction_node", "reduction_leaf")))
+
+
+def _vector_instances(row: dict) -> dict[str, int]:
+    """Instances of each module under the vector units (the paper's 'vector'), from the
+    row's hierarchy: the same module elsewhere (the scalar FP unit's exp) is not counted."""
+    hierarchy, counts = row["hierarchy"], {}
+    top = next(m for m in hierarchy if all(m not in kids for kids in hierarchy.values()))
+
+    def visit(module: str, times: int) -> None:
+        counts[module] = counts.get(module, 0) + times
+        for child, n in hierarchy.get(module, {}).items():
+            visit(child, times * n)
+
+    for child, n in hierarchy.get(top, {}).items():
+        if unit_group(child, row["unit"]) == "vector":
+            visit(child, n)
+    return counts
+
+
+def lane_blocks(row: dict) -> dict[str, dict[str, float]]:
+    """Per lane of the vector units: area (µm²) and logic power (mW) of each block of
+    :data:`LANE_BLOCKS`, other logic, and the flip-flops among all of them (``flops``)."""
+    vlen = row["parameters"]["vlen"]
+    blocks = {name: {"area_um2": 0.0, "power_mw": 0.0} for name, _ in LANE_BLOCKS}
+    blocks["other logic"] = {"area_um2": 0.0, "power_mw": 0.0}
+    flops = 0.0
+    for module, n in _vector_instances(row).items():
+        area = row["area_by_module"].get(module, {})
+        power = row.get("power_by_module", {}).get(module, {}).get("per_instance_mw", {})
+        name = next((b for b, prefixes in LANE_BLOCKS if module.startswith(prefixes)),
+                    "other logic")
+        blocks[name]["area_um2"] += n * (area.get("own_um2", 0.0) - area.get("macro_um2", 0.0))
+        blocks[name]["power_mw"] += n * power.get("total", 0.0)
+        flops += n * area.get("sequential_um2", 0.0)
+    out = {b: {k: v / vlen for k, v in f.items()} for b, f in blocks.items()}
+    out["flops (within the above)"] = {"area_um2": flops / vlen, "power_mw": float("nan")}
+    return out
+
+
+def _table_iv_blocks(rows: list[dict]) -> str:
+    """Table IV per block: our lane's blocks beside the paper's whole lane (area and power per
+    lane), the paper's figure only beside rows that meet its clock."""
+    lines = []
+    for r in rows:
+        vlen = r["parameters"].get("vlen")
+        if r["pdk"] != "asap7" or vlen not in PAPER_TABLE_IV or "hierarchy" not in r \
+                or not r.get("power_by_module"):
+            continue
+        paper_area, paper_power = PAPER_TABLE_IV[vlen]
+        met = timing_met(r)
+        paper = (f"{paper_area * 1e6 / vlen:.0f} µm², {paper_power / vlen:.3f} mW" if met else
+                 f"not compared: WNS {r['wns_ns']:.3f} ns at {r['clock_mhz']:g} MHz")
+        for block, figures in lane_blocks(r).items():
+            mw = figures["power_mw"]
+            lines.append([r["config"], block, f"{figures['area_um2']:.1f}",
+                          "—" if mw != mw else f"{mw * 1e3:.1f}", paper])
+            paper = ""
+    if not lines:
+        return ""
+    return ("\n## d-PLENA Table IV per block (ASAP7, per lane)\n\n"
+            "Ours: each block's own standard cells (memories excluded) over the vector "
+            "units (reduction and elementwise: every lane, the tree and accumulator), divided "
+            "by VLEN; "
+            "power at the core workload's activity, logic only, no clock tree. The flops row "
+            "is the flip-flop area inside all the blocks above (not added again). Paper: its "
+            "Table IV whole vector area and *total* power divided by VLEN (the lane's contents "
+            "unpublished; its power includes everything), shown only beside a config that "
+            "meets the paper's 1 GHz with the sign-off margin.\n\n"
+            + markdown_table(["config", "block", "µm²/lane (ours)", "µW/lane (ours)",
+                              "paper per lane (whole lane)"], lines))
 
 
 def _scalar_macros(row: dict) -> float:
@@ -216,4 +296,5 @@ def _fits(rows: list[dict]) -> str:
 
 def report_section(rows: list[dict], out: Path) -> tuple[str, list[str]]:
     """Markdown and plot files for the d-PLENA rows of the area/power report."""
-    return _table_iv(rows) + table_ii_at_clock(rows) + _fits(rows), _plots(rows, out)
+    return (_table_iv(rows) + _table_iv_blocks(rows) + table_ii_at_clock(rows) + _fits(rows),
+            _plots(rows, out))
