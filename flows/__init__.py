@@ -21,9 +21,10 @@ circles. ``tests/common/test_layout.py`` checks it. From the bottom:
 - **timing methods built on the sessions**: ``characterise`` and ``budget`` (module
   boundaries constrained from the design around them), ``flat_sta`` (the whole design in
   one run, the reference), ``calibration`` (the power checked against a hand computation);
-- **the hierarchical run**: ``clock_power`` (the clock tree the ideal clock leaves out, and
-  clock gating of the registers whose enables the RTL has), ``hierarchical`` (timing and power
-  of a design, one unique module at a time, multiplied by instance counts);
+- **the hierarchical run**: ``clock_tree`` (the clock tree the ideal clock leaves out),
+  ``enable_registers`` (the flip-flops that hold on an enable, on what condition, how often),
+  ``clock_gating`` (clock gating of the registers whose enables the RTL has), ``hierarchical``
+  (timing and power of a design, one unique module at a time, multiplied by instance counts);
 - **workloads**: ``workload`` (a family's power workloads simulated for activity);
 - **the flow orchestrator**: ``provenance`` (the commit, RTL, config and flow a
   ``metrics.json`` came from), ``flow`` (``memwall synth``: every step, then ``metrics.json``);
@@ -47,7 +48,7 @@ LAYERS = (
     # timing methods built on the sessions
     "characterise", "budget", "flat_sta", "calibration",
     # the hierarchical run
-    "clock_power", "hierarchical",
+    "clock_tree", "enable_registers", "clock_gating", "hierarchical",
     # workloads
     "workload",
     # the flow orchestrator

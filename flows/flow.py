@@ -39,6 +39,11 @@ def metrics_path(config: str, pdk: str, build_root: Path = BUILD_ROOT) -> Path:
 #: The steps of one flow run, in order, as the progress display names them.
 FLOW_STEPS = ("generate RTL", "synthesis (Yosys)", "switching activity (cocotb, Verilator)",
               "timing and power (OpenSTA)")
+#: ``flat_sta=None`` (what ``memwall report --run`` asks for) times a design flat when it has at
+#: most this many standard cells after synthesis: dplena512 (2.8 M cells) is, dplena1024 is not.
+#: A decision on this 24 GiB machine, where two flows run side by side: OpenSTA holds the whole
+#: linked netlist, about 1 kB per instance.
+FLAT_MAX_CELLS = 3_000_000
 #: The optional last step (``flat_sta=True``).
 FLAT_STEP = "flat end-to-end timing (OpenSTA)"
 
@@ -105,7 +110,8 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
     ``boundary``: how the per-module timing constrains module boundaries, "context" (from the
     design around each module, :mod:`memwall.flows.budget`) or "fixed" (a flat 20 % budget).
     ``flat_sta``: also link the whole design in one OpenSTA run and time it end to end
-    (:mod:`memwall.flows.flat_sta`; small configs only), reported beside the hierarchical WNS.
+    (:mod:`memwall.flows.flat_sta`; small configs only), reported beside the hierarchical WNS;
+    None: when the design has at most :data:`FLAT_MAX_CELLS` cells.
     ``memory_idle``: the share of an SRAM macro's access energy charged for a cycle without an
     access (default :data:`memwall.flows.memory_power.IDLE_ACCESS_FRACTION`).
     ``signoff``: the margins every timing run keeps (:class:`memwall.flows.sta.SignOff`); the
@@ -118,7 +124,7 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
     pdk = find_pdk(pdk_name, cache_root=build_root / "pdk")
     period_ns = cfg.clock_period_ns_on(pdk.name)     # the PDK's own clock, where given
     start = time.perf_counter()
-    corner_names = corners(pdk.name) if flat_sta else ()
+    corner_names = corners(pdk.name) if flat_sta is not False else ()
     steps_total = len(FLOW_STEPS) + len(corner_names)
     with progress.task(f"synth {cfg.name}/{pdk.name}", steps_total) as steps:
         gen_dir = generate(cfg, build_root)
@@ -142,6 +148,11 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
                                       memory_idle=memory_idle, signoff=signoff)
         steps.advance(FLOW_STEPS[3])
         flat, by_corner = None, {}
+        if flat_sta is None and area["cells"] > FLAT_MAX_CELLS:
+            for corner in corner_names:
+                steps.advance(f"no flat timing at {corner}: {area['cells']:,} cells > "
+                              f"{FLAT_MAX_CELLS:,}")
+            corner_names = ()
         for corner in corner_names:
             corner_pdk = pdk if corner == pdk.corner else replace(
                 find_pdk(pdk.name, cache_root=build_root / "pdk", corner=corner),
@@ -190,9 +201,9 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
         # commit, RTL hash, config and flow version: what `memwall report` checks a row by
         "provenance": provenance(gen_dir, yosys_version=area.get("yosys_version")),
     }
-    if not activity or flat_sta or boundary != "context" or signoff != DEFAULT_SIGNOFF:
+    if not activity or flat is not None or boundary != "context" or signoff != DEFAULT_SIGNOFF:
         metrics["command"] = f"memwall synth {cfg.name} --pdk {pdk.name}" + \
-            " --no-activity" * (not activity) + " --flat-sta" * flat_sta + \
+            " --no-activity" * (not activity) + " --flat-sta" * (flat is not None) + \
             (f" --boundary {boundary}" if boundary != "context" else "") + \
             (f" --setup-margin-ps {signoff.setup_margin_ps:g} --hold-margin-ps "
              f"{signoff.hold_margin_ps:g}" if signoff != DEFAULT_SIGNOFF else "")

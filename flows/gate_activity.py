@@ -99,7 +99,7 @@ def simulate_activity(netlist: Netlist, cells: CellLibrary, modules: dict[str, N
     logic creates (reconvergence, XOR of related signals) is simulated exactly; glitches are
     not (zero delay). ``observe``, if given, is called once with the last pass's packed
     streams (net -> (cycles, lanes/64) words) for per-cycle questions that toggle rates cannot
-    answer (:mod:`memwall.flows.clock_power`: how often a register holds).
+    answer (:mod:`memwall.flows.enable_registers`: how often a register holds).
     """
     import numpy as np
 

@@ -47,7 +47,8 @@ from memwall.progress import Progress, plain_progress
 from .activity import widen_signals
 from .budget import derive_delays
 from .characterise import add_memory_loads
-from .clock_power import clock_gating, rtl_enable_bits, scan_registers
+from .clock_gating import clock_gating
+from .enable_registers import rtl_enable_bits, scan_registers
 from .errors import NetlistError, StaError
 from .gate_activity import DEFAULT_ACTIVITY
 from .memory_power import IDLE_ACCESS_FRACTION, memory_power
@@ -156,7 +157,7 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
     instances = manifest["instances"]
     per_module = widened((activity or {}).get("modules", {}), netlists)
     zero = dict.fromkeys(("internal", "switching", "leakage", "total"), 0.0)
-    registers = {}   # module -> its flip-flops and enable registers (memwall.flows.clock_power)
+    registers = {}   # module -> flip-flops and enable registers (memwall.flows.enable_registers)
 
     def prepare(module: str):
         """The module's timing and power runs, and its power (in parallel, below)."""
@@ -327,6 +328,6 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
                   "included in power_mw['total']; other black boxes have no power model.",
                   "power_mw['clock_tree'] is the estimated clock tree (buffers, clock wire and "
                   "the sink pins OpenSTA's ideal clock does not charge; "
-                  "memwall.flows.clock_power), included in power_mw['total']; clock_gating "
+                  "memwall.flows.clock_tree), included in power_mw['total']; clock_gating "
                   "gives the total with and without gating the enable registers."],
     }

@@ -53,8 +53,10 @@ def collect(build_root: Path = BUILD_ROOT) -> list[dict]:
 
 
 def timing_met(row: dict) -> bool:
-    """WNS >= 0 at the config's clock: the only rows a paper's area and power may stand by."""
-    return row["wns_ns"] is not None and row["wns_ns"] >= 0
+    """WNS >= 0 at the config's clock, hierarchical and (where the flow timed it) flat, with
+    the sign-off margin: the only rows a paper's area and power may stand by."""
+    flat = row.get("flat_wns_ns")
+    return row["wns_ns"] is not None and row["wns_ns"] >= 0 and (flat is None or flat >= 0)
 
 
 def fmax_mhz(row: dict) -> float | None:
@@ -226,7 +228,8 @@ def _csv(rows: list[dict], status: list[tuple[str, list[str]]]) -> str:
     out = io.StringIO()
     fields = ["config", "unit", "pdk", "vlen", "clock_mhz", "fmax_mhz", "area_um2", "cells",
               "wns_ns", "tns_ns", "internal_mw", "switching_mw", "leakage_mw", "memories_mw",
-              "total_mw", "activity_source", "command", "provenance", "commit", "dirty",
+              "clock_tree_mw", "total_mw", "gated_total_mw", "activity_source", "command",
+              "provenance", "commit", "dirty",
               "rtl_sha256", "flow_version", "stale_reasons"]
     writer = csv.DictWriter(out, fields, lineterminator="\n")
     writer.writeheader()
@@ -236,6 +239,8 @@ def _csv(rows: list[dict], status: list[tuple[str, list[str]]]) -> str:
                          "vlen": r["parameters"].get("vlen", ""), "clock_mhz": r["clock_mhz"],
                          "fmax_mhz": None if fmax_mhz(r) is None else round(fmax_mhz(r), 1),
                          "memories_mw": r["power_mw"].get("memories"),
+                         "clock_tree_mw": r["power_mw"].get("clock_tree"),
+                         "gated_total_mw": (r.get("clock_gating") or {}).get("gated_total_mw"),
                          "area_um2": round(r["area_um2"], 3), "cells": r["cells"],
                          "wns_ns": r["wns_ns"], "tns_ns": r["tns_ns"],
                          **{f"{k}_mw": round(r["power_mw"][k], 6)
@@ -247,6 +252,45 @@ def _csv(rows: list[dict], status: list[tuple[str, list[str]]]) -> str:
                          "flow_version": record.get("flow_version"),
                          "stale_reasons": "; ".join(reasons) if state == "stale" else ""})
     return out.getvalue()
+
+
+def _wires(signoff: dict) -> str:
+    wires = signoff.get("wires", "not stated")
+    return wires if isinstance(wires, str) else \
+        f"{wires['model']} ({wires['block_gates']:,} NAND2 eq.)"
+
+
+def _signoff_section(rows: list[dict]) -> str:
+    """Per row: the sign-off conditions, hierarchical and flat WNS at TT with their difference,
+    hold, and fmax at every corner the flat run timed."""
+    lines = []
+    for r in rows:
+        signoff = r.get("signoff") or {}
+        corners = r.get("flat_by_corner") or {}
+        flat = r.get("flat_wns_ns")
+        met = timing_met(r)
+        lines.append([
+            r["config"], r["pdk"], f"{r['clock_mhz']:g}",
+            f"{signoff.get('setup_margin_ps', '—')} / {signoff.get('hold_margin_ps', '—')}",
+            _wires(signoff), _ns(r["wns_ns"]), "—" if flat is None else _ns(flat),
+            "—" if flat is None or r["wns_ns"] is None else f"{(r['wns_ns'] - flat) * 1e3:+.1f}",
+            _ns(r.get("flat_hold_wns_ns", r.get("hold_wns_ns"))),
+            _mhz(fmax_mhz(r)),
+            *(_mhz(corners.get(c, {}).get("fmax_mhz")) if c in corners else "not timed"
+              for c in ("tt", "ss")),
+            "yes" if met else "no"])
+    return ("\n## Timing sign-off\n\n"
+            "Pre-layout, ideal clock: setup / hold margin (clock uncertainty, ps), the buffered "
+            "netlist, the wire-load model every net is timed with, typical corner. WNS "
+            "(hierarchical, every row) and flat WNS (the whole design linked in one OpenSTA run, "
+            "where it fits: `flow.FLAT_MAX_CELLS`) at TT; hier − flat in ps; hold WNS (flat "
+            "where run); fmax = 1 / (period − WNS) from the hierarchical WNS and, per corner, "
+            "from the flat run (ASAP7 SS: 0.63 V, 100 °C). A row meets its clock only with "
+            "both WNS ≥ 0 at TT.\n\n"
+            + markdown_table(["config", "pdk", "clock MHz", "margin ps (setup / hold)",
+                              "wires", "WNS ns", "flat WNS ns", "hier − flat ps",
+                              "hold WNS ns", "fmax MHz", "flat fmax TT", "flat fmax SS",
+                              "meets clock"], lines))
 
 
 def write_report(build_root: Path = BUILD_ROOT, out: Path = REPORTS,
@@ -279,7 +323,11 @@ def write_report(build_root: Path = BUILD_ROOT, out: Path = REPORTS,
           "".join(f"- {s}\n" for s in sources)]
     md.append("The clock is the config's clock on that PDK; fmax is the clock at which the "
               "worst slack would be zero, 1 / (period − WNS), to first order. Power is at the "
-              "config's clock.\n\n")
+              "config's clock: logic (internal, switching, leakage: OpenSTA at the workload's "
+              "activity), memories (the SRAM model at the simulated accesses) and the clock "
+              "tree (an estimate: `flows/clock_tree.py`) add up to the total; the last power "
+              "column is that total with every register whose RTL has an enable behind an "
+              "integrated clock gate (ICG cost included).\n\n")
     md.append("Provenance: the commit the row was made at (+dirty: tracked sources under "
               "hdl/ golden/ verif/ flows/ memwall/ configs/ differed from it), the first 10 hex "
               "of the SHA-256 of its generated RTL (every file of build/<config>/rtl), and of "
@@ -292,12 +340,14 @@ def write_report(build_root: Path = BUILD_ROOT, out: Path = REPORTS,
               "fit.\n\n")
     md.append(markdown_table(
         ["config", "pdk", "clock MHz", "fmax MHz", "area mm²", "cells", "WNS ns", "TNS ns",
-         "internal mW", "switching mW", "leakage mW", "memories mW", "total mW", "activity",
-         "provenance", "command"],
+         "internal mW", "switching mW", "leakage mW", "memories mW", "clock tree mW",
+         "total mW", "total, enables clock-gated mW", "activity", "provenance", "command"],
         [[r["config"], r["pdk"], f"{r['clock_mhz']:g}", _mhz(fmax_mhz(r)),
           f"{r['area_um2'] / 1e6:.4f}", r["cells"], _ns(r["wns_ns"]), f"{r['tns_ns']:.3f}",
           *(f"{r['power_mw'][k]:.4g}" for k in ("internal", "switching", "leakage")),
-          _mw(r["power_mw"].get("memories")), f"{r['power_mw']['total']:.4g}",
+          _mw(r["power_mw"].get("memories")), _mw(r["power_mw"].get("clock_tree")),
+          f"{r['power_mw']['total']:.4g}",
+          _mw((r.get("clock_gating") or {}).get("gated_total_mw")),
           r["activity_source"].split(":")[0],
           ("**stale**: " if state == "stale" else "") + provenance_label(r),
           f"`{r['command']}`"] for r, (state, _) in zip(rows, status, strict=True)]))
@@ -312,6 +362,7 @@ def write_report(build_root: Path = BUILD_ROOT, out: Path = REPORTS,
             [[r["config"], r["pdk"], "stale" if state == "stale" else "unknown provenance",
               "; ".join(reasons), f"`{r['command']}`"] for r, state, reasons in left_out]))
 
+    md.append(_signoff_section(rows))
     md.append("\n## Flow cost (this 2-core machine)\n\n")
     md.append("Peak RSS is the largest Yosys process the running `memwall` had started so far.\n\n")
     md.append(markdown_table(

@@ -22,7 +22,7 @@ was invisible. The model, and where each number comes from:
   -signal -resistance 3.23151E-02 -capacitance 1.73323E-01`` (kOhm/um, fF/um): the signal-wire
   values ORFS uses for ASAP7 placement-stage parasitics (:data:`SIGNAL_RC`); the same file's
   ``set_wire_rc -clock -resistance 5.13971E-02 -capacitance 1.44549E-01`` for clock nets
-  (:data:`CLOCK_RC`, used by the clock-tree estimate, :mod:`memwall.flows.clock_power`). Both
+  (:data:`CLOCK_RC`, used by the clock-tree estimate, :mod:`memwall.flows.clock_tree`). Both
   as of ORFS commit a3ea4d0a4 (2025-06-04); ORFS commit 09df6d28c (2026-07-16) refitted them
   (clock C 1.45426E-01 fF/um, +0.6 %).
 

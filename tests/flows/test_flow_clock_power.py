@@ -1,6 +1,7 @@
-"""Clock power (memwall.flows.clock_power): the clock-tree arithmetic and its energy against a hand
-computation from Liberty, what OpenSTA's ideal clock charges, the enable-register detector
-against Yosys's own count, and the hold fraction against the simulated enable duty."""
+"""Clock power (memwall.flows.clock_tree, memwall.flows.enable_registers,
+memwall.flows.clock_gating): the clock-tree arithmetic and its energy against a hand computation
+from Liberty, what OpenSTA's ideal clock charges, the enable-register detector against Yosys's
+own count, and the hold fraction against the simulated enable duty."""
 
 from __future__ import annotations
 
@@ -16,14 +17,9 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from memwall.flows import clock_power, sta
-from memwall.flows.clock_power import (
-    clock_tree,
-    clock_wire_cap,
-    cycle_energy,
-    scan_registers,
-    yosys_enable_bits,
-)
+from memwall.flows import enable_registers, sta
+from memwall.flows.clock_tree import clock_tree, clock_wire_cap, cycle_energy
+from memwall.flows.enable_registers import scan_registers, yosys_enable_bits
 from memwall.flows.errors import PdkError
 from memwall.flows.gate_activity import buffered_nets
 from memwall.flows.hierarchical import run_sta
@@ -274,8 +270,8 @@ def test_restrict_keeps_the_named_variables_in_order():
     """f(x0, x1, x2) = x0 & !x2 on (x2, x0); x0 | !x2 quantified universally over x0."""
     rows = np.arange(8)
     table = ((rows & 1) == 1) & ((rows >> 2 & 1) == 0)
-    on = clock_power._restrict(table, 3, [2, 0])          # row bit 0: x2, bit 1: x0
+    on = enable_registers._restrict(table, 3, [2, 0])         # row bit 0: x2, bit 1: x0
     assert on.tolist() == [False, False, True, False]
-    assert clock_power._support(table, 3) == [0, 2]
+    assert enable_registers._support(table, 3) == [0, 2]
     either = ((rows & 1) == 1) | ((rows >> 2 & 1) == 0)   # x0 | !x2: for every x0, !x2
-    assert clock_power._restrict(either, 3, [2], forall=True).tolist() == [True, False]
+    assert enable_registers._restrict(either, 3, [2], forall=True).tolist() == [True, False]
