@@ -14,7 +14,8 @@ circles. ``tests/common/test_layout.py`` checks it. From the bottom:
   boundary loads), ``activity`` (toggle rates from a VCD), ``gate_activity`` (the gate-level
   activity simulation), ``rewrite`` (one module as OpenSTA sees it), ``memory_view`` and
   ``memory_power`` (the memories as SRAM macros: timing views, power), ``sram_model`` (SRAM
-  energy, leakage and area for any shape: a CACTI-shaped fit carried to the PDK), ``repair`` (buffer
+  energy, leakage and area for any shape: a CACTI-shaped fit carried to the PDK), ``macro_map``
+  (which arrangement of macros covers a memory), ``repair`` (buffer
   trees on nets that load their drivers past a limit);
 - **tool runs**: ``synth`` (Yosys, one run per unique module), ``sta`` (one OpenSTA session:
   its script, the run, its reports);
@@ -42,7 +43,7 @@ LAYERS = (
     "liberty", "wire_load", "pdk", "opensta2019",
     # netlists and activity
     "netlist", "activity", "gate_activity", "rewrite", "memory_view", "memory_power",
-    "sram_model", "repair",
+    "sram_model", "macro_map", "repair",
     # tool runs
     "synth", "sta",
     # timing methods built on the sessions

@@ -6,14 +6,24 @@ Liberty energies it costs with are :mod:`memwall.flows.clock_tree`'s; the enable
 hold fractions and enable groups are :mod:`memwall.flows.enable_registers`'s
 (:func:`~memwall.flows.enable_registers.scan_registers`).
 
-**Gated power** (:func:`clock_gating`): groups of at least ``min_group`` flops
-(:data:`MIN_GATED_GROUP`) get one ICG (:data:`ICG_CELL`) per
-:data:`memwall.flows.clock_tree.REGISTER_FANOUT` flops. A gated flop's clock-pin internal
-energy, its share of its leaf cluster's buffer and wire, and its own clock-pin C V^2 are
-charged only in cycles it loads (1 - hold). Each ICG costs every cycle its clock pin's internal
-energy (by the enable state), its output's internal energy in enabled cycles, its clock pin's
-C V^2 on the tree and its leakage. The tree is not rebuilt: each ICG stands in for the
-leaf-buffer share of its flops, and its clock pin is one more load on the tree. The hold
+**Gated power** (:func:`clock_gating`): enable groups of at least ``min_group`` flops
+(:data:`MIN_GATED_GROUP`; a group whose hold is never true in the simulation has none:
+:meth:`~memwall.flows.enable_registers.ModuleRegisters.observe`) get one ICG
+(:data:`ICG_CELL`) per ``max_fanout`` flops (the tree's leaf cluster size,
+:data:`memwall.flows.clock_tree.REGISTER_FANOUT` by default). The tree is not rebuilt: each ICG
+stands in for its flops' leaf buffer, driving their leaf net (wire and clock pins), and its clock
+pin is one more load on the tree (the leaf buffer's own input pin stays: conservative). Per
+gated flop and cycle, of its leaf cluster's cost (:class:`~memwall.flows.clock_tree.ClockTree`):
+
+- its share of the leaf buffer's internal energy (``flop_leaf_buffer_j``) is no longer charged:
+  the ICG's output internal energy, in enabled cycles at the cluster's load, replaces it;
+- its clock-pin internal energy and its share of the leaf net, wire plus its own clock pin
+  C V^2 (``flop_leaf_net_j``), are charged only in cycles it loads (1 - hold).
+
+Saved per gated flop: ``flop_leaf_buffer_j + hold x (clock-pin internal + flop_leaf_net_j)``;
+a group that always holds saves all of it and pays only its ICGs. Each ICG costs every cycle
+its clock pin's internal energy (by the enable state), its output's internal energy in enabled
+cycles, its clock pin's C V^2 on the tree and its leakage (:func:`icg_energy`). The hold
 multiplexers an ICG makes redundant are not removed (their power stays: conservative). Without
 an activity run there are no hold fractions: the record then gives the tree and the counts,
 groups from the hold reduced to nets other registers' holds share, and no gated total.
@@ -35,6 +45,7 @@ from .clock_tree import (
 )
 from .enable_registers import ENABLE_DEPTH, ENABLE_LEAVES, ModuleRegisters
 from .liberty import CellLibrary
+from .opensta2019 import state_leakage
 from .pdk import Pdk, pdk_cell_library
 from .sta import nominal_slew
 from .wire_load import CLOCK_RC
@@ -76,16 +87,14 @@ def _icg_states(pdk: Pdk, enabled: bool) -> dict[str, float]:
 
 
 def _leakage_w(cells: CellLibrary, cell: str) -> float:
+    """A cell's leakage (W) as the flow's OpenSTA runs charge it: ``cell_leakage_power``, else
+    what the OpenSTA-2019 view states for it (:func:`memwall.flows.opensta2019.state_leakage`)."""
     liberty = cells.liberty_of(cell)
     group = liberty.cell(cell)
     total = group.attr("cell_leakage_power")
-    if total is not None:
-        return float(total) * liberty.leakage_w
-    plain = [float(g.attr("value")) for g in group.find("leakage_power") if not g.attr("when")]
-    if plain:
-        return sum(plain) * liberty.leakage_w
-    values = [float(g.attr("value")) for g in group.find("leakage_power")]
-    return (sum(values) / len(values) if values else 0.0) * liberty.leakage_w
+    if total is None:
+        total = state_leakage(group)
+    return float(total or 0.0) * liberty.leakage_w
 
 
 def icg_energy(pdk: Pdk, hold: float, load_f: float, clock_period_ns: float, *,
@@ -132,15 +141,20 @@ METHOD = ("clock tree: buffer tree of the PDK's CTS buffer over every flop and m
           "(internal energy from Liberty at its transitions and loads, wire from the wire-load "
           "model at the clock wire C, buffer inputs and sink pins C V^2; OpenSTA's ideal clock "
           "charges none of these); enable registers: flops whose next state is a hold "
-          "multiplexer on their own state within a 3-level cone of D (positive unate in the "
-          "state); hold: share of the activity simulation's cycles the hold condition is true; "
-          "gated: their clock-pin internal energy and leaf share charged only when loading, plus "
-          "one ICG per group of flops sharing an enable (memwall.flows.clock_gating)")
+          f"multiplexer on their own state within a {ENABLE_DEPTH}-level cone of D (positive "
+          "unate in the state); hold: share of the activity simulation's cycles the hold "
+          "condition is true; gated: one ICG per leaf cluster of a group of flops sharing an "
+          "enable that holds in some cycle, standing in for their leaf buffer (its internal "
+          "energy replaced by the ICG's output energy in enabled cycles), their clock-pin "
+          "internal energy, leaf wire and clock pins charged only when loading "
+          "(memwall.flows.clock_gating)")
 
 
 def _gating(registers: dict[str, ModuleRegisters], instances: dict[str, int], pdk: Pdk,
-            tree: ClockTree, clock_period_ns: float, min_group: int, slew_s: float) -> dict:
-    """Per-cycle savings of gating every enable group of ``min_group`` flops or more."""
+            tree: ClockTree, clock_period_ns: float, min_group: int, max_fanout: int,
+            slew_s: float) -> dict:
+    """Per-cycle savings of gating every enable group of ``min_group`` flops or more, one ICG
+    per ``max_fanout`` of its flops."""
     cells = pdk_cell_library(pdk)
     saved = icg_j = 0.0
     gated = icgs = groups_gated = losing = 0
@@ -157,13 +171,16 @@ def _gating(registers: dict[str, ModuleRegisters], instances: dict[str, int], pd
             if len(members) < min_group or members[0].hold is None:
                 continue
             hold = members[0].hold
-            n_icg = math.ceil(len(members) / REGISTER_FANOUT)
+            n_icg = math.ceil(len(members) / max_fanout)
             per = len(members) / n_icg
             pin = _flop_pin_cap(cells, {f.type: 1 for f in members[:1]})
             load = per * pin + clock_wire_cap(pdk, cells, per)
             e_icg = n_icg * icg_energy(pdk, hold, load, clock_period_ns, slew_s=slew_s)
-            e_saved = sum(hold * (clock_pin_energy(cells, f.type, slew_s)
-                                  + tree.flop_leaf_share_j) for f in members)
+            # The ICG replaces the leaf buffer (its output energy is in e_icg); the flops'
+            # clock pins and leaf net switch only in loading cycles.
+            e_saved = sum(tree.flop_leaf_buffer_j
+                          + hold * (clock_pin_energy(cells, f.type, slew_s) + tree.flop_leaf_net_j)
+                          for f in members)
             losing += count * (e_saved < e_icg)
             m_saved += e_saved
             m_icg += e_icg
@@ -180,10 +197,10 @@ def _gating(registers: dict[str, ModuleRegisters], instances: dict[str, int], pd
         gated += count * m_gated
         icgs += count * m_icgs
         if regs.flops:
-            holds = [f.hold for f in regs.enables if f.hold is not None]
+            holds = [f.hold for f in regs.holds if f.hold is not None]
             by_module[module] = {
                 "instances": count, "flops": sum(regs.flops.values()),
-                "enable_flops": len(regs.enables),
+                "enable_flops": len(regs.holds),
                 "yosys_enable_flops": (regs.yosys or {}).get("enable"),
                 "yosys_flops": (regs.yosys or {}).get("all"),
                 "binate_feedback_flops": regs.binate, "unclassified_flops": regs.unclassified,
@@ -231,9 +248,10 @@ def clock_gating(registers: dict[str, ModuleRegisters], manifest: dict, macros: 
                         for m, r in registers.items() for t, n in r.flops.items()
                         if cells.info(t).clock_pins) / (clock_period_ns * 1e-9) * 1e3
     flops = sum(instances.get(m, 0) * sum(r.flops.values()) for m, r in registers.items())
-    enables = sum(instances.get(m, 0) * len(r.enables) for m, r in registers.items())
+    enables = sum(instances.get(m, 0) * len(r.holds) for m, r in registers.items())
     observed = any(r.observed for r in registers.values())
-    gating = _gating(registers, instances, pdk, tree, clock_period_ns, min_group, slew)
+    gating = _gating(registers, instances, pdk, tree, clock_period_ns, min_group, max_fanout,
+                     slew)
     gated = ungated - gating["saving_mw"] if observed else None
     icg = ICG_CELL[pdk.name]
     record = {
@@ -264,7 +282,7 @@ def clock_gating(registers: dict[str, ModuleRegisters], manifest: dict, macros: 
         "icg_mw": gating["icg_mw"] if observed else None,
         "parameters": {
             "cts_buffer": tree.buffer, "max_fanout": max_fanout, "macro_fanout": macro_fanout,
-            "icg_cell": icg.cell, "icg_max_flops": REGISTER_FANOUT, "min_group": min_group,
+            "icg_cell": icg.cell, "icg_max_flops": max_fanout, "min_group": min_group,
             "enable_cone_levels": ENABLE_DEPTH, "enable_cone_leaves": ENABLE_LEAVES,
             "clock_slew_ps": round(slew * 1e12, 3),
             "clock_wire_ff_per_um": CLOCK_RC[pdk.name][1] if pdk.name in CLOCK_RC else None},
@@ -281,7 +299,7 @@ def clock_gating(registers: dict[str, ModuleRegisters], manifest: dict, macros: 
                                             for f in sorted({8, 16, max_fanout})},
             "gated_total_mw_at_min_group": {
                 str(g): ungated - _gating(registers, instances, pdk, tree, clock_period_ns, g,
-                                          slew)["saving_mw"] if observed else None
+                                          max_fanout, slew)["saving_mw"] if observed else None
                 for g in sorted({1, 3, min_group, 32})}},
         "by_module": gating["by_module"],
         "notes": [
@@ -293,8 +311,10 @@ def clock_gating(registers: dict[str, ModuleRegisters], manifest: dict, macros: 
             "hold_fraction: share of simulated cycles an enable group's hold condition is true "
             "(weighted by gated flops); unchanged_fraction: share with D == Q, the bound for "
             "data-driven gating, not used.",
-            "Gated flops' clock pin, leaf wire and leaf-buffer share charged only in loading "
-            "cycles; ICG clock pins added to the tree; hold multiplexers kept (conservative)."],
+            "Each ICG stands in for its flops' leaf buffer: their leaf-buffer share is replaced "
+            "by the ICG's output energy in enabled cycles; their clock-pin internal energy, leaf "
+            "wire and clock pins are charged only in loading cycles; ICG clock pins added to the "
+            "tree; groups never holding get no ICG; hold multiplexers kept (conservative)."],
     }
     return record
 

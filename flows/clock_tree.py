@@ -25,6 +25,10 @@ level below by ``max_fanout`` until one root buffer is left. Per clock cycle (on
   fanout, :attr:`memwall.flows.pdk.Pdk.wire_load`, at the clock wire's C per um,
   :data:`memwall.flows.wire_load.CLOCK_RC`; a PDK without them: the Liberty's default wire load),
   the buffers' input pins and the sink pins (counted here once: OpenSTA charges none of them).
+
+Each flop sink's share of its leaf cluster is kept in two parts, as clock gating treats them
+apart: the leaf buffer's internal energy (``flop_leaf_buffer_j``) and the leaf net's wire plus
+the flop's own clock pin, C V^2 (``flop_leaf_net_j``).
 """
 
 from __future__ import annotations
@@ -182,8 +186,9 @@ def clock_wire_cap(pdk: Pdk, cells: CellLibrary, fanout: float) -> float:
 
 @dataclass(frozen=True)
 class TreeLevel:
-    """One level of buffers, leaves first: its nets as (count, loads per net)."""
-    nets: tuple[tuple[int, int, str], ...]   # (nets, loads on each, "flops"/"macros"/"buffers")
+    """One level of the tree's buffers (:attr:`ClockTree.levels` lists them leaves first): its
+    output nets as (nets, loads on each, what the loads are: "flops", "macros" or "buffers")."""
+    nets: tuple[tuple[int, int, str], ...]
     in_slew_s: float
     out_slew_s: float
     internal_j: float                        # all its buffers' internal energy per cycle
@@ -205,7 +210,10 @@ class ClockTree:
     levels: tuple[TreeLevel, ...]            # leaf level first
     buffer_input_j: float                    # every buffer's input pin, C V^2
     sink_pin_j: float                        # every sink's clock pin, C V^2
-    flop_leaf_share_j: float                 # per flop sink: its leaf buffer, wire and pin
+    # Per flop sink, its share of what its leaf cluster costs: the leaf buffer's internal
+    # energy (input and output pins), and the leaf net's wire plus its own clock pin, C V^2.
+    flop_leaf_buffer_j: float
+    flop_leaf_net_j: float
     voltage: float
 
     @property
@@ -244,7 +252,8 @@ class ClockTree:
             "power_mw": {"buffers_internal": self.internal_j * mw, "wire": self.wire_j * mw,
                          "buffer_inputs": self.buffer_input_j * mw,
                          "sink_pins": self.sink_pin_j * mw, "total": self.energy_j * mw},
-            "flop_leaf_share_fj": self.flop_leaf_share_j * 1e15,
+            "flop_leaf_buffer_fj": self.flop_leaf_buffer_j * 1e15,
+            "flop_leaf_net_fj": self.flop_leaf_net_j * 1e15,
             "voltage": self.voltage,
         }
 
@@ -287,13 +296,14 @@ def clock_tree(pdk: Pdk, flop_sinks: int, flop_pin_f: float, macro_sinks: int = 
             level = [(n, k, "buffers", buffer_in) for n, k in _clusters(below, max_fanout)]
             shapes.append(level)
             below = sum(n for n, *_ in level)
-    # Top-down: transitions and energies.
+    # Top-down: transitions and energies; the flop clusters' (leaf level) kept per flop sink.
     slew = nominal_slew(pdk) if root_slew_s is None else root_slew_s
     levels: list[TreeLevel] = []
+    flop_buffer_j = flop_wire_j = 0.0
     for shape in reversed(shapes):
         internal = wire = 0.0
         out_slew = 0.0
-        for n, k, _kind, c_load in shape:
+        for n, k, kind, c_load in shape:
             c_wire = clock_wire_cap(pdk, cells, k)
             load = k * c_load + c_wire
             energy = (cycle_energy(cells, buffer, pin_out, slew_s=slew, load_f=load,
@@ -301,26 +311,18 @@ def clock_tree(pdk: Pdk, flop_sinks: int, flop_pin_f: float, macro_sinks: int = 
                       + cycle_energy(cells, buffer, pin_in, slew_s=slew))
             internal += n * energy
             wire += n * c_wire * voltage ** 2
+            if kind == "flops":
+                flop_buffer_j += n * energy
+                flop_wire_j += n * c_wire * voltage ** 2
             out_slew = max(out_slew, _transition(cells, buffer, pin_out, slew, load))
         levels.append(TreeLevel(tuple((n, k, kind) for n, k, kind, _c in shape), slew, out_slew,
                                 internal, wire))
         slew = out_slew
     levels.reverse()
     buffers = sum(level.buffers for level in levels)
-    share = 0.0
-    if flop_sinks and levels:
-        leaf_level = levels[0]
-        for n, k, kind, _c in shapes[0]:
-            if kind != "flops":
-                continue
-            c_wire = clock_wire_cap(pdk, cells, k)
-            load = k * flop_pin_f + c_wire
-            energy = (cycle_energy(cells, buffer, pin_out, slew_s=leaf_level.in_slew_s,
-                                   load_f=load, related=pin_in)
-                      + cycle_energy(cells, buffer, pin_in, slew_s=leaf_level.in_slew_s))
-            share += n * (energy + c_wire * voltage ** 2)
-        share = share / flop_sinks + flop_pin_f * voltage ** 2
+    share_buffer = flop_buffer_j / flop_sinks if flop_sinks else 0.0
+    share_net = (flop_wire_j / flop_sinks + flop_pin_f * voltage ** 2) if flop_sinks else 0.0
     return ClockTree(buffer, max_fanout, macro_fanout, flop_sinks, macro_sinks, tuple(levels),
                      buffers * buffer_in * voltage ** 2,
                      (flop_sinks * flop_pin_f + macro_sinks * macro_pin_f) * voltage ** 2,
-                     share, voltage)
+                     share_buffer, share_net, voltage)

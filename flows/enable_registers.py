@@ -21,14 +21,19 @@ cross-check (``tests/flows/test_flow_clock_power.py`` and the dplena32 figures i
 **Hold fraction and enable groups**: the activity run's zero-delay gate simulation
 (:func:`memwall.flows.gate_activity.simulate_activity`, its ``observe`` hook) evaluates each
 enable register's hold on the simulated streams, cycle by cycle and lane by lane: its hold
-fraction is the share of them it is true, the cycles an ICG on its enable blocks. Flops whose
-hold is the same in every simulated cycle and lane share an enable and form one ICG group (a
-cut through ABC's logic leaves dependent nets, ``en & d`` beside ``!en``, so the hold's
-truth table over the cut differs bit by bit though the enable is one; the simulation gives the
-leaves only values they can take together). Registers holding only on their own data (a running
-maximum) get groups of their own. The share of cycles with D == Q (``unchanged_fraction``) is
-reported beside it: it also counts loads of an unchanged value, which an enable-driven ICG
-cannot skip, so it is the bound of data-driven gating, not used.
+fraction is the share of them it is true, the cycles an ICG on its enable blocks. Flops form
+one ICG group when they have the same structural key (the hold reduced to the nets other
+registers' holds share, :func:`scan_registers`) and their hold is the same in every simulated
+cycle and lane: the simulation splits a structural group whose members' holds differ on the
+workload, it never joins flops of different structural keys (a constant hold, never or always
+true, is the same stream for unrelated enables). A flop whose hold is never true in the
+simulation gets no group: an ICG on it would block no cycle. A group that always holds (the
+workload never loads it) is gated like any other: it saves all its clock energy but the ICG's.
+Registers holding only on their own data (a running maximum: no structural key) are grouped
+by their simulated hold alone, and not at all when it is constant. The share of cycles with
+D == Q (``unchanged_fraction``) is reported beside it: it also counts loads of an unchanged
+value, which an enable-driven ICG cannot skip, so it is the bound of data-driven gating, not
+used.
 """
 
 from __future__ import annotations
@@ -88,7 +93,7 @@ class EnableFlop:
     key: tuple | None = None         # (enable nets, hold over them): its group, structurally
     order: list = field(default_factory=list)         # D's cone, cells in evaluation order
     cut: list[int] = field(default_factory=list)      # the cone's leaves (not the state)
-    sim_key: bytes | None = None     # its hold, cycle by cycle in the activity simulation
+    sim_key: tuple | None = None     # (key, its hold cycle by cycle) after the simulation
     hold: float | None = None        # share of simulated cycles x lanes it holds
     unchanged: float | None = None   # share with D == Q
 
@@ -100,22 +105,19 @@ class ModuleRegisters:
     module: str
     flops: dict[str, int] = field(default_factory=dict)       # sequential cell type -> count
     clock_pins: int = 0                                         # connected clock pins
-    holds: list[EnableFlop] = field(default_factory=list)      # every hold register
+    holds: list[EnableFlop] = field(default_factory=list)      # every enable (hold) register
     binate: int = 0             # own state in the cone, but not as a hold (counters, toggles)
     unclassified: int = 0       # own state in the cone, but too many leaves to decide
     observed: bool = False
     yosys: dict | None = None   # Yosys's own pre-mapping count (:func:`rtl_enable_bits`)
 
-    @property
-    def enables(self) -> list[EnableFlop]:
-        """The hold registers (an alias: the enable registers of the rule)."""
-        return self.holds
-
     def groups(self) -> dict[object, list[EnableFlop]]:
-        """Enable flops by shared enable, one ICG group each: after the activity simulation,
-        flops whose hold is the same in every simulated cycle and lane; before it, flops
-        whose hold reduced to shared nets is the same function of the same nets
-        (:func:`scan_registers`). A flop in neither gets no group."""
+        """Enable flops by shared enable, one ICG group each: flops whose hold reduced to
+        shared nets is the same function of the same nets (:func:`scan_registers`) and, after
+        the activity simulation, whose hold is the same in every simulated cycle and lane
+        (flops without a structural key: by the simulated hold alone; see the module's text).
+        A flop whose key is None (:attr:`EnableFlop.key`, after the simulation
+        :attr:`EnableFlop.sim_key`) gets no group."""
         out: dict[object, list[EnableFlop]] = defaultdict(list)
         for flop in self.holds:
             key = flop.sim_key if self.observed else flop.key
@@ -124,8 +126,9 @@ class ModuleRegisters:
         return dict(out)
 
     def observe(self, streams: dict) -> None:
-        """``simulate_activity``'s hook: each flop's hold, cycle by cycle, and its D == Q share
-        on the simulated streams."""
+        """``simulate_activity``'s hook: each flop's hold fraction, its group key (its structural
+        key and its hold cycle by cycle; None when the hold is never true, or is constant and
+        the flop has no structural key) and its D == Q share on the simulated streams."""
         import hashlib
 
         import numpy as np
@@ -143,8 +146,12 @@ class ModuleRegisters:
             if flop.inverted_d:
                 f0, f1 = ~f0, ~f1
             hold = ~f0 & f1
-            flop.hold = float(np.bitwise_count(hold).sum()) / total
-            flop.sim_key = hashlib.sha256(hold.tobytes()).digest()
+            held = float(np.bitwise_count(hold).sum())
+            flop.hold = held / total
+            if held == 0.0 or (held == total and flop.key is None):
+                flop.sim_key = None    # nothing to block, or no enable to tie an ICG to
+            else:
+                flop.sim_key = (flop.key, hashlib.sha256(hold.tobytes()).digest())
         for flop in self.holds:
             d = streams.get(flop.d)
             net, inverted = flop.states[0]
@@ -334,15 +341,16 @@ def _hold_register(cell, info, drivers: dict[int, _Driver], depth: int, max_leav
     return "hold", flop
 
 
-def _restrict(table, n: int, keep: list[int], forall: bool = False):
-    """A truth table over ``n`` variables on the variables ``keep`` (in that order): the others
-    dropped (the table must not depend on them) or, with ``forall``, quantified universally."""
+def _restrict(table, n: int, keep: list[int]):
+    """A truth table over ``n`` variables on the variables ``keep`` (in that order, variable
+    ``keep[j]`` as row bit j), the others quantified universally: true where the table is true
+    for every value of them (a table that does not depend on them just loses them)."""
     import numpy as np
 
     cube = table.reshape((2,) * n) if n else table.reshape(())
     axes = [n - 1 - i for i in range(n)]          # variable i is axis n-1-i (row bit i)
     drop = tuple(axes[i] for i in range(n) if i not in keep)
-    cube = cube.all(axis=drop) if forall else cube.min(axis=drop) if drop else cube
+    cube = cube.all(axis=drop) if drop else cube
     # The kept axes in the order of ``keep``, variable keep[j] as row bit j.
     remaining = [axes[i] for i in range(n) if i in keep]
     rank = {a: k for k, a in enumerate(sorted(remaining))}
@@ -360,8 +368,9 @@ def scan_registers(netlist: Netlist, cells: CellLibrary, modules: dict[str, Netl
     registers of the module (enables, resets, stalls; a net only one register's hold reads is
     its own data), quantified universally over the rest; registers with the same reduced
     condition on the same nets form one group, one whose reduced condition is never true
-    gets none. A net two registers' data share makes this split a register's bits, which is
-    why the simulation's cycle-by-cycle hold decides the groups when there is one.
+    gets none. A net two registers' data share can split a register's bits into groups of
+    their own; the activity simulation only splits these groups further
+    (:meth:`ModuleRegisters.observe`), it does not join them.
     """
     import numpy as np
 
@@ -385,7 +394,7 @@ def scan_registers(netlist: Netlist, cells: CellLibrary, modules: dict[str, Netl
     for flop in out.holds:
         keep = [i for i, net in enumerate(flop.leaves) if shared[net] > 1]
         n = len(flop.leaves)
-        reduced = _restrict(flop.table, n, keep, forall=True)
+        reduced = _restrict(flop.table, n, keep)
         if not reduced.any():
             continue      # holds only on its own data: no shared enable
         nets = [flop.leaves[i] for i in keep]

@@ -23,6 +23,7 @@ from memwall.progress import Progress, plain_progress
 from . import hierarchical, synth
 from .flat_sta import run_flat_sta
 from .pdk import Pdk, corners, find_pdk, pdk_cell_library
+from .provenance import provenance
 from .sta import DEFAULT_SIGNOFF, SignOff
 from .synth import subtree_areas
 from .wire_load import NAND2, SIGNAL_RC, wire_load_for
@@ -41,8 +42,8 @@ FLOW_STEPS = ("generate RTL", "synthesis (Yosys)", "switching activity (cocotb, 
               "timing and power (OpenSTA)")
 #: ``flat_sta=None`` (what ``memwall report --run`` asks for) times a design flat when it has at
 #: most this many standard cells after synthesis: dplena512 (2.8 M cells) is, dplena1024 is not.
-#: A decision on this 24 GiB machine, where two flows run side by side: OpenSTA holds the whole
-#: linked netlist, about 1 kB per instance.
+#: A decision on this 24 GiB machine, where two flows may run side by side and OpenSTA holds
+#: the whole linked netlist; each flat run's peak memory is not yet recorded.
 FLAT_MAX_CELLS = 3_000_000
 #: The optional last step (``flat_sta=True``).
 FLAT_STEP = "flat end-to-end timing (OpenSTA)"
@@ -101,7 +102,8 @@ def with_wire_load(pdk: Pdk, area: dict, out_dir: Path) -> Pdk:
 
 
 def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs: int = 2,
-             activity: bool = True, progress: Progress | None = None, flat_sta: bool = False,
+             activity: bool = True, progress: Progress | None = None,
+             flat_sta: bool | None = False,
              boundary: str = "context", memory_idle: float | None = None,
              signoff: SignOff = DEFAULT_SIGNOFF) -> dict:
     """Synthesise, time and power one config on one PDK; returns (and writes) its metrics.
@@ -128,6 +130,9 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
     steps_total = len(FLOW_STEPS) + len(corner_names)
     with progress.task(f"synth {cfg.name}/{pdk.name}", steps_total) as steps:
         gen_dir = generate(cfg, build_root)
+        # What made this run, taken before it starts: a source edited during a long run must
+        # not lend the row its new flow version.
+        origin = provenance(gen_dir)
         manifest = json.loads((gen_dir / "manifest.json").read_text())
         out_dir = gen_dir / "synth" / pdk.name
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -166,7 +171,6 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
                                  + " -> " + str(result["flat_critical_path"]["endpoint"])}
             steps.advance(f"{FLAT_STEP}, {corner}")
 
-    from .provenance import provenance
 
     metrics = {
         "config": cfg.name,
@@ -199,7 +203,8 @@ def run_flow(config: str, pdk_name: str, *, build_root: Path = BUILD_ROOT, jobs:
         "flow_runtime_s": round(time.perf_counter() - start, 1),
         "command": f"make synth CONFIG={cfg.name} PDK={pdk.name}",
         # commit, RTL hash, config and flow version: what `memwall report` checks a row by
-        "provenance": provenance(gen_dir, yosys_version=area.get("yosys_version")),
+        "provenance": {**origin, "tools": {**origin["tools"],
+                                           "yosys": area.get("yosys_version")}},
     }
     if not activity or flat is not None or boundary != "context" or signoff != DEFAULT_SIGNOFF:
         metrics["command"] = f"memwall synth {cfg.name} --pdk {pdk.name}" + \

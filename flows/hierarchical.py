@@ -24,9 +24,12 @@ the module rewritten by :func:`memwall.flows.rewrite.rewrite_module`:
 - **power** on the same netlist: only the module's own cells (children are counted in their
   own run); every net is counted once, at the module of its driver, with its whole load (child
   input pins count as the capacitance they present, summed through the hierarchy; output ports
-  carry the mean load their net sees in the parents; wires the library's wire-load model).
-  Memories are black boxes here: their fakeram macros' power comes from
-  :mod:`memwall.flows.memory_power`, with the activity this run gives their pins' nets.
+  carry the mean load their net sees in the parents; wires the design's wire-load model,
+  :attr:`memwall.flows.pdk.Pdk.wire_load`, else the library's). Memories are black boxes here:
+  their macros' power comes from :mod:`memwall.flows.memory_power` (at the SRAM model's
+  energies), with the activity this run gives their pins' nets; the clock tree and the clock
+  gating of enable registers from :mod:`memwall.flows.clock_tree` and
+  :mod:`memwall.flows.clock_gating`.
 
 Switching activity: VCD names on sources, a zero-delay gate simulation for every other net
 (:mod:`memwall.flows.gate_activity`), set on every cell pin. Without a VCD every net gets
@@ -137,7 +140,10 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
         (module TNS x instances, summed), ``critical_path`` (module, slack_ns, startpoint,
         endpoint, text), ``boundary`` (the method and its summary),
         ``power_mw`` (internal, switching, leakage: own power x instances, summed;
-        memories: :func:`memwall.flows.memory_power.memory_power`; total: all of them),
+        memories: :func:`memwall.flows.memory_power.memory_power`; clock_tree:
+        :func:`memwall.flows.clock_tree.clock_tree`; total: all of them), ``clock_gating``
+        (:func:`memwall.flows.clock_gating.clock_gating`: the total with the enable registers
+        gated),
         ``macros`` (area.json's memory entries, each with its ``power`` record),
         ``power_by_module``, ``activity_source``, ``annotated`` (per source kind how many took
         VCD activity and how many the default, weighted by instances) and ``notes``.
@@ -322,7 +328,8 @@ def run_sta(synth_dir: Path, manifest: dict, pdk: Pdk, clock_period_ns: float,
                   "Power is each module's own cells x its instances; a net crossing a boundary "
                   "is counted once, at its driver, with the load on the other side.",
                   "Memories (memwall_ram black boxes) are cut out of the modules' runs: "
-                  "power_mw['memories'] is their fakeram macros' Liberty power from the "
+                  "power_mw['memories'] is their macros' power at the SRAM model's energies "
+                  "from the "
                   "activity of their enable, address and data nets "
                   "(memwall.flows.memory_power; per memory under 'power' in 'macros'), "
                   "included in power_mw['total']; other black boxes have no power model.",

@@ -1,11 +1,11 @@
 """Timing views of the memories: each ``memwall_ram`` black box as the SRAM macros it maps to.
 
 Synthesis (:mod:`memwall.flows.synth`) leaves every memory with a write port as a black-box
-``memwall_ram`` cell (ports only, widths per instance) and charges it the area of the cheapest
-arrangement of one fakeram macro type (``area.json`` ``macros``). For timing, each such cell
-becomes a small wrapper module of its own (``memwall_ram_<n>``, the same ports) holding that
-arrangement, so OpenSTA times every memory pin against the macro's Liberty: ``clk -> rd_out``
-on RD_DATA, setup on addresses, data and enables.
+``memwall_ram`` cell (ports only, widths per instance) and charges it the area of the
+arrangement of one fakeram macro type it chose (``area.json`` ``macros``). For timing, each
+such cell becomes a small wrapper module of its own (``memwall_ram_<n>``, the same ports)
+holding that arrangement, so OpenSTA times every memory pin against the macro's Liberty:
+``clk -> rd_out`` on RD_DATA, setup on addresses, data and enables.
 
 The fakeram macros have one read/write port; a memory with one read and one write port (what
 the generators emit) is modelled as two copies of the arrangement, one per port:

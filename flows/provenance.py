@@ -38,13 +38,14 @@ from pathlib import Path
 from memwall import paths
 
 __all__ = ["TRACKED", "FLOW_EXCLUDED", "provenance", "rtl_sha256", "config_sha256",
-           "flow_version", "git_state", "opensta_version", "current_design", "stale_reasons"]
+           "flow_version", "git_state", "opensta_version", "current_design", "design_digest",
+           "stale_reasons"]
 
 #: Folders of the checkout whose tracked files make a figure; a change under one marks the
 #: commit ``dirty``.
 TRACKED = ("hdl", "golden", "verif", "flows", "memwall", "configs")
 #: Sources of ``flows/`` left out of :func:`flow_version`: they make no metric.
-FLOW_EXCLUDED = ("report.py",)
+FLOW_EXCLUDED = ("report.py", "gates.py")
 #: Seconds a ``git`` or ``sta -version`` call may take before it counts as unavailable.
 TOOL_TIMEOUT_S = 20
 
@@ -155,9 +156,13 @@ def current_design(config: str) -> dict:
             gen_dir = generate(load_config(config), Path(tmp))
         except ValueError as exc:   # InputError: a config gone, or past its bounds
             return {"rtl_sha256": None, "config_sha256": None, "error": str(exc)}
-        manifest = json.loads((gen_dir / "manifest.json").read_text())
-        return {"rtl_sha256": rtl_sha256(gen_dir), "config_sha256": config_sha256(
-            manifest["config"])}
+        return design_digest(gen_dir)
+
+
+def design_digest(gen_dir: Path) -> dict:
+    """``rtl_sha256`` and ``config_sha256`` of the design generated in ``gen_dir``."""
+    manifest = json.loads((Path(gen_dir) / "manifest.json").read_text())
+    return {"rtl_sha256": rtl_sha256(gen_dir), "config_sha256": config_sha256(manifest["config"])}
 
 
 def stale_reasons(record: dict, current: dict, flow: str) -> list[str]:

@@ -13,7 +13,9 @@ placement, on the netlist Yosys wrote (its JSON, rewritten by Yosys into the net
   links them, :func:`memwall.flows.memory_view.memory_pin_caps`; a child module's input port at
   the load that child presents after its own repair) plus, for a module output port,
   :attr:`RepairRule.port_load`, the most a parent may hang on it. Wire capacitance is not
-  counted here (pre-placement).
+  counted here: the design's wire-load model (:mod:`memwall.flows.wire_load`) is sized once
+  synthesis and repair have given the design's area; the limit's quarter of ``max_capacitance``
+  leaves the wire its room.
 - **Limits.** A net is repaired when its load exceeds :attr:`RepairRule.load_fraction` of its
   driver's characterised load (the output pin's Liberty ``max_capacitance``, where its tables
   end) or it has more than :attr:`RepairRule.max_fanout` sinks. A module input port, a child's

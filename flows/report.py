@@ -201,18 +201,6 @@ def provenance_label(row: dict) -> str:
             f"flow {str(record.get('flow_version'))[:10]}")
 
 
-def _one_rtl_per_config(rows: list[dict]) -> None:
-    """Rows of one config set side by side must come from one RTL. One build folder holds one
-    design per config, and only current rows are compared, so this only guards the rule."""
-    seen: dict[str, str] = {}
-    for row in rows:
-        rtl = (row.get("provenance") or {}).get("rtl_sha256")
-        if seen.setdefault(row["config"], rtl) != rtl:
-            first = str(seen[row["config"]])[:10]
-            raise StaleRowsError(f"rows of {row['config']} from two RTLs ({first} and "
-                                 f"{str(rtl)[:10]}) would be compared side by side")
-
-
 def _refusal(rows: list[dict], status: list[tuple[str, list[str]]]) -> str:
     bad = [(r, reasons) for r, (s, reasons) in zip(rows, status, strict=True) if s != "current"]
     named = "; ".join(f"{r['config']}/{r['pdk']} ({', '.join(reasons)})" for r, reasons in bad)
@@ -311,7 +299,6 @@ def write_report(build_root: Path = BUILD_ROOT, out: Path = REPORTS,
     if not allow_stale and any(state != "current" for state, _ in status):
         raise StaleRowsError(_refusal(rows, status))
     compared = [r for r, (state, _) in zip(rows, status, strict=True) if state == "current"]
-    _one_rtl_per_config(compared)
     out.mkdir(parents=True, exist_ok=True)
     (out / "area_power.csv").write_text(_csv(rows, status))
     plots: list[str] = []

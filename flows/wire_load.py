@@ -64,7 +64,7 @@ BASE_GATES = 5000
 #: PDK -> (signal wire kOhm per um, fF per um, source).
 SIGNAL_RC = {
     "asap7": (3.23151e-2, 1.73323e-1,
-              "ORFS flow/platforms/asap7/setRC.tcl: set_wire_rc -signal"),
+              "ORFS flow/platforms/asap7/setRC.tcl (commit a3ea4d0a4): set_wire_rc -signal"),
 }
 #: PDK -> (clock wire kOhm per um, fF per um, source): what ORFS gives clock nets.
 CLOCK_RC = {

@@ -150,18 +150,15 @@ def report_job(config: str, pdk: str, build: str, jobs: int, force: bool) -> dic
     filesystem). The flow's progress lines go to the job's log (:attr:`memwall.sweep.Job.log`).
     """
     from memwall.flows.flow import metrics_path, run_flow
-    from memwall.flows.provenance import config_sha256, flow_version, rtl_sha256, stale_reasons
+    from memwall.flows.provenance import design_digest, flow_version, stale_reasons
     from memwall.gen import generate
 
     root = Path(build)
     gen_dir = generate(_load(config), root)
     path = metrics_path(config, pdk, root)
     if not force and path.exists():
-        manifest = json.loads((gen_dir / "manifest.json").read_text())
-        here = {"rtl_sha256": rtl_sha256(gen_dir),
-                "config_sha256": config_sha256(manifest["config"])}
-        force = bool(stale_reasons(json.loads(path.read_text()).get("provenance", {}), here,
-                                   flow_version()))
+        force = bool(stale_reasons(json.loads(path.read_text()).get("provenance", {}),
+                                   design_digest(gen_dir), flow_version()))
     if force or not path.exists():
         run_flow(config, pdk, jobs=jobs, build_root=root, progress=Progress(plain=True),
                  flat_sta=None)   # flat where it fits: the reference, and the slow corner

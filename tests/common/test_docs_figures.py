@@ -455,3 +455,5 @@ def test_readme_flow_model_constants_are_the_code_s():
     assert _quoted(low, min(rms), 100) and _quoted(high, max(rms), 100)
     assert _quoted(_find(r"for (\d\.\d+) of the\s+period less the setup margin").group(1),
                    ABC_TARGET_SHARE)
+    from memwall.flows.macro_map import AREA_SLACK
+    assert _quoted(_find(r"within (\d+) % of the least area").group(1), AREA_SLACK, 100)

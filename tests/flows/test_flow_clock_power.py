@@ -1,7 +1,7 @@
 """Clock power (memwall.flows.clock_tree, memwall.flows.enable_registers,
-memwall.flows.clock_gating): the clock-tree arithmetic and its energy against a hand computation
-from Liberty, what OpenSTA's ideal clock charges, the enable-register detector against Yosys's
-own count, and the hold fraction against the simulated enable duty."""
+memwall.flows.clock_gating): the clock-tree arithmetic and its energy, and an ICG's energy,
+against hand computations from Liberty, what OpenSTA's ideal clock charges, the enable-register
+detector against Yosys's own count, and the hold fraction against the simulated enable duty."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from memwall.flows import enable_registers, sta
+from memwall.flows.clock_gating import ICG_CELL, icg_energy
 from memwall.flows.clock_tree import clock_tree, clock_wire_cap, cycle_energy
 from memwall.flows.enable_registers import scan_registers, yosys_enable_bits
 from memwall.flows.errors import PdkError
@@ -28,7 +29,7 @@ from memwall.flows.netlist import netlist_from_verilog, read_netlist
 from memwall.flows.pdk import find_pdk, pdk_cell_library
 from memwall.flows.rewrite import rewrite_module
 from memwall.flows.synth import synthesize
-from memwall.flows.wire_load import CLOCK_RC, NAND2, wire_load_for
+from memwall.flows.wire_load import NAND2, wire_load_for
 from memwall.hdl.common.netlist import Design
 from memwall.progress import Progress
 
@@ -110,7 +111,48 @@ def test_tree_energy_matches_hand_computation():
     assert tree.energy_j == pytest.approx(hand_j, rel=1e-9)
     assert tree.power_mw(1.0) == pytest.approx(hand_j * 1e9 * 1e3, rel=1e-9)
     assert tree.sink_pin_j == pytest.approx(4 * c_clk * volt ** 2, rel=1e-12)
-    assert CLOCK_RC["asap7"][1] == 0.144549
+    # Per flop: a quarter of the buffer's internal energy; a quarter of the wire, and its pin.
+    assert tree.flop_leaf_buffer_j == pytest.approx(internal_fj * 1e-15 / 4, rel=1e-9)
+    assert tree.flop_leaf_net_j == pytest.approx((wire_f / 4 + c_clk) * volt ** 2, rel=1e-12)
+
+
+def _internal_fj(pin_group, lib, when: str, slew_ps: float, load_ff: float = 0.0) -> float:
+    """Rise + fall of a pin's internal_power groups (VDD and VSS) whose ``when`` is ``when``."""
+    groups = [g for g in pin_group.find("internal_power") if g.attr("when") == when]
+    assert len(groups) == 2                          # one per power pin
+    return sum(table_lookup(g.find(kind)[0], lib.library, slew=slew_ps, load=load_ff)
+               for g in groups for kind in ("rise_power", "fall_power"))
+
+
+def test_icg_energy_matches_hand_computation():
+    """One ASAP7 ICGx1 (SE tied low) driving 16 flop clock pins and their wire, its enable off
+    a quarter of the cycles: the CLK pin's internal energy in the enabled and the disabled state,
+    GCLK's (related to CLK) in enabled cycles only, the CLK pin's C V^2, and its leakage (the
+    unconditional groups, as ASAP7 states the state average) over one 1 ns cycle."""
+    pdk = _with_wires(_asap7())
+    cells = pdk_cell_library(pdk)
+    icg = ICG_CELL["asap7"]
+    assert (icg.cell, icg.clock, icg.out, icg.tied) == ("ICGx1_ASAP7_75t_R", "CLK", "GCLK",
+                                                       (("SE", 0.0),))
+    lib = cells.liberty_of(icg.cell)
+    cell = lib.cell(icg.cell)
+    by_name = dict(pins(cell, lib.library))
+    c_dff = cells.info("DFFHQNx1_ASAP7_75t_R").inputs["CLK"]
+    load_f = 16 * c_dff + clock_wire_cap(pdk, cells, 16)
+    slew_ps = sta.nominal_slew(pdk) * 1e12
+    hold = 0.25
+    # ASAP7's internal energies are in fJ, capacitances in fF, leakage in pW.
+    clock_on = _internal_fj(by_name["CLK"], lib, "(ENA * !GCLK) + (!ENA * SE * !GCLK)", slew_ps)
+    clock_off = _internal_fj(by_name["CLK"], lib, "(!ENA * !SE * !GCLK)", slew_ps)
+    out_on = _internal_fj(by_name["GCLK"], lib, "(ENA) + (!ENA * SE)", slew_ps, load_f * 1e15)
+    c_pin_ff = float(by_name["CLK"].attr("capacitance"))
+    leak_pw = sum(float(g.attr("value")) for g in cell.find("leakage_power")
+                  if not g.attr("when"))
+    volt = 0.7
+    hand_j = ((1 - hold) * (clock_on + out_on) + hold * clock_off) * 1e-15 \
+        + c_pin_ff * 1e-15 * volt ** 2 + leak_pw * 1e-12 * PERIOD_NS * 1e-9
+    assert clock_on != pytest.approx(clock_off, rel=0.05) and out_on > 0 and leak_pw > 0
+    assert icg_energy(pdk, hold, load_f, PERIOD_NS) == pytest.approx(hand_j, rel=1e-9)
 
 
 # --------------------------------------------------------------------------------------------
@@ -204,14 +246,14 @@ def test_enable_detector_finds_the_enabled_register(regs):
     found = scan_registers(netlist, cells, {})
     assert sum(found.flops.values()) == WIDTH + 8 + 4
     assert found.clock_pins == WIDTH + 8 + 4
-    assert len(found.enables) == WIDTH
-    assert all(_register_names(netlist, cells, f) == {"a"} for f in found.enables)
+    assert len(found.holds) == WIDTH
+    assert all(_register_names(netlist, cells, f) == {"a"} for f in found.holds)
     assert found.binate == 4             # the counter: its state feeds back, not as a hold
     # Without a simulation the hold reduced to shared nets groups the register's bits.
     assert [len(g) for g in found.groups().values()] == [WIDTH]
     # Yosys's own pre-mapping count of the same module agrees.
     counts = yosys_enable_bits(rtl, TOP)
-    assert counts["enable"] == len(found.enables)
+    assert counts["enable"] == len(found.holds)
     assert counts["all"] == sum(found.flops.values())
 
 
@@ -229,15 +271,18 @@ def test_hold_fraction_is_the_simulated_enable_duty(regs):
     def observe(streams):
         found.observe(streams)
         words = streams[en]
-        seen["en"] = float(np.bitwise_count(words).sum()) / (words.size * 64)
+        seen["en"] = int(np.bitwise_count(words).sum())
+        seen["lanes"] = words.size * 64
 
     rewrite_module(netlist, None, cells, observe=observe,
                    activity={"signals": {"en": (0.3, 0.25), "rst": (0.0, 0.0)}})
     assert found.observed
-    holds = {f.hold for f in found.enables}
+    holds = {f.hold for f in found.holds}
     assert len(holds) == 1
     hold = holds.pop()
-    assert hold == pytest.approx(1.0 - seen["en"], abs=1e-12)
+    held = round(hold * seen["lanes"])                  # cycles x lanes holding, a count
+    assert held / seen["lanes"] == hold
+    assert held == seen["lanes"] - seen["en"]
     assert hold == pytest.approx(0.75, abs=0.03)
     assert [len(g) for g in found.groups().values()] == [WIDTH]
 
@@ -255,7 +300,7 @@ def test_run_sta_adds_the_tree_and_reports_gating(regs, tmp_path):
     # OpenSTA's own total (6 digits) is the sum of its parts up to rounding.
     parts = sum(power[k] for k in ("internal", "switching", "leakage", "memories", "clock_tree"))
     assert power["total"] == pytest.approx(parts, rel=1e-6)
-    assert record["ungated_total_mw"] == pytest.approx(power["total"], rel=1e-12)
+    assert record["ungated_total_mw"] == power["total"]     # the same sum
     assert record["flops"] == WIDTH + 12 and record["enable_flops"] == WIDTH
     assert record["gated_flops"] == WIDTH and record["icgs"] == 1
     assert record["hold_fraction"] == pytest.approx(0.9, abs=0.03)
@@ -266,12 +311,31 @@ def test_run_sta_adds_the_tree_and_reports_gating(regs, tmp_path):
     assert math.isfinite(record["flop_clock_pins_mw"]) and record["flop_clock_pins_mw"] > 0
 
 
+def _variables(n: int) -> list:
+    """Variable i of every row of an ``n``-variable truth table: row bit i."""
+    rows = np.arange(1 << n)
+    return [((rows >> i) & 1) == 1 for i in range(n)]
+
+
 def test_restrict_keeps_the_named_variables_in_order():
-    """f(x0, x1, x2) = x0 & !x2 on (x2, x0); x0 | !x2 quantified universally over x0."""
-    rows = np.arange(8)
-    table = ((rows & 1) == 1) & ((rows >> 2 & 1) == 0)
-    on = enable_registers._restrict(table, 3, [2, 0])         # row bit 0: x2, bit 1: x0
-    assert on.tolist() == [False, False, True, False]
+    """f(x0, x1, x2) = x0 & !x2 on (x2, x0): row bit 0 is x2, bit 1 is x0."""
+    x0, _x1, x2 = _variables(3)
+    table = x0 & ~x2
+    assert enable_registers._restrict(table, 3, [2, 0]).tolist() == [False, False, True, False]
+    assert enable_registers._restrict(table, 3, [0, 2]).tolist() == [False, True, False, False]
     assert enable_registers._support(table, 3) == [0, 2]
-    either = ((rows & 1) == 1) | ((rows >> 2 & 1) == 0)   # x0 | !x2: for every x0, !x2
-    assert enable_registers._restrict(either, 3, [2], forall=True).tolist() == [True, False]
+
+
+def test_restrict_quantifies_the_others_universally():
+    """Dropped variables are quantified universally: not set to 0 or to 1, nor "for some"."""
+    x0, x1, x2 = _variables(3)
+    restrict = enable_registers._restrict
+    # x0 | !x2 for every x0 is !x2 (x0 = 1 and "for some x0" give true).
+    assert restrict(x0 | ~x2, 3, [2]).tolist() == [True, False]
+    # !x0 | x2 for every x0 is x2 (x0 = 0 and "for some x0" give true).
+    assert restrict(~x0 | x2, 3, [2]).tolist() == [False, True]
+    # (x0 & !x2) | (x0 & x1) for every x1, on (x2, x0): x0 & !x2 (x1 = 1 gives x0).
+    assert restrict((x0 & ~x2) | (x0 & x1), 3, [2, 0]).tolist() == [False, False, True, False]
+    # Nothing kept: true only if true everywhere.
+    assert restrict(x0 | ~x0, 3, []).tolist() == [True]
+    assert restrict(x0 | x1 | x2, 3, []).tolist() == [False]

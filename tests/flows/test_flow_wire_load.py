@@ -12,7 +12,7 @@ import pytest
 from memwall.flows.errors import PdkError
 from memwall.flows.flow import with_wire_load
 from memwall.flows.liberty import Liberty
-from memwall.flows.pdk import find_pdk, pdk_cell_library, pdk_root
+from memwall.flows.pdk import find_pdk, pdk_cell_library
 from memwall.flows.sta import prelude_tcl, run_tcl, wires_stated
 from memwall.flows.wire_load import (
     NANGATE45_NAND2_AREA_UM2,
@@ -97,4 +97,3 @@ def test_flow_sizes_the_model_by_standard_cell_area(tmp_path):
     assert "library (memwall_wire_load)" in (tmp_path / "wire_load.lib").read_text()
     nangate = _pdk("nangate45")
     assert with_wire_load(nangate, area, tmp_path) is nangate     # its Liberty has its own
-    assert pdk_root().exists()

@@ -177,3 +177,19 @@ def test_table_iv_per_block_counts_vector_instances_only():
     assert "not compared: WNS -0.100 ns at 1000 MHz" in md and "1428 µm²" not in md
     row["wns_ns"] = 0.01
     assert "1428 µm², 0.746 mW" in _table_iv_blocks([row])
+
+
+def test_signoff_table_needs_both_wns_and_prints_each_corner():
+    from memwall.flows.report import _signoff_section, timing_met
+
+    row = _metrics("dplena64", "asap7", 64, wns_ns=0.004)
+    row.update(signoff={"setup_margin_ps": 50.0, "hold_margin_ps": 10.0,
+                        "wires": {"model": "memwall_asap7_5g", "block_gates": 5000}},
+               flat_wns_ns=-0.002, flat_hold_wns_ns=0.015,
+               flat_by_corner={"tt": {"fmax_mhz": 998.0}, "ss": {"fmax_mhz": 650.4}})
+    md = _signoff_section([row])
+    assert "| dplena64 | asap7 | 1000 | 50.0 / 10.0 | memwall_asap7_5g (5,000 NAND2 eq.) | " \
+           "0.004 | -0.002 | +6.0 | 0.015 | 1004 | 998 | 650 | no |" in md
+    assert not timing_met(row)               # hierarchical met, flat not: not met
+    row["flat_wns_ns"] = 0.001
+    assert timing_met(row) and md.count("| no |") == 1
