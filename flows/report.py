@@ -29,6 +29,7 @@ from memwall import paths
 
 from .errors import StaleRowsError
 from .flow import BUILD_ROOT
+from .pdk import corners as pdk_corners
 from .provenance import current_design, flow_version, stale_reasons
 
 __all__ = ["collect", "write_report", "unit_group", "group_areas", "group_powers",
@@ -264,7 +265,8 @@ def _signoff_section(rows: list[dict]) -> str:
             "—" if flat is None or r["wns_ns"] is None else f"{(r['wns_ns'] - flat) * 1e3:+.1f}",
             _ns(r.get("flat_hold_wns_ns", r.get("hold_wns_ns"))),
             _mhz(fmax_mhz(r)),
-            *(_mhz(corners.get(c, {}).get("fmax_mhz")) if c in corners else "not timed"
+            *(_mhz(corners.get(c, {}).get("fmax_mhz")) if c in corners else
+              "not timed" if c in pdk_corners(r["pdk"]) else "no such corner"
               for c in ("tt", "ss")),
             "yes" if met else "no"])
     return ("\n## Timing sign-off\n\n"
