@@ -32,7 +32,7 @@ from amaranth.utils import bits_for, ceil_log2
 from memwall.golden.common.formats import BF16, FP32, FloatFormat
 from memwall.hdl.common.pipeline import Stages, depth_cuts, with_stages
 
-__all__ = ["FORMATS", "Fp32ToBf16", "FpAdd", "FpMul", "bf16_key"]
+__all__ = ["FORMATS", "Fp32ToBf16", "FpAdd", "FpMul", "bf16_key", "bf16_greater"]
 
 #: Formats the generators accept, by the name stored in ``params``.
 FORMATS = {"bf16": BF16, "fp32": FP32}
@@ -482,3 +482,29 @@ def bf16_key(value) -> Value:
     is_nan = (value[7:15] == 0xFF) & value[:7].any()
     key = Mux(is_nan, 0x7F81, Mux(value[15], -mag, mag))  # signed(16): -0x7FFF .. 0x7F81
     return Cat(key, key[-1]).as_signed()
+
+
+def bf16_greater(a, b) -> Value:
+    """``bf16_key(a) > bf16_key(b)``, without the keys: one bit.
+
+    The same total order (every NaN equal and above +inf, ``-0 == +0``), compared as sign and
+    magnitude: two 15-bit magnitude compares and the NaN tests run side by side, where the keys
+    negate each operand before a 17-bit signed compare (on dplena32 that carry chain after the
+    register-file read missed 1 GHz). ``tests/common/test_fparith.py`` proves the two equal
+    for every pair.
+
+    Parameters
+    ----------
+    a, b : Value, 16 bits
+        BF16 bit patterns.
+    """
+    a, b = Value.cast(a), Value.cast(b)
+    if len(a) != 16 or len(b) != 16:
+        raise ValueError(f"bf16_greater needs 16-bit values, got {len(a)} and {len(b)} bits")
+    mag_a, mag_b, neg_a, neg_b = a[:15], b[:15], a[15], b[15]
+    nan_a, nan_b = mag_a > 0x7F80, mag_b > 0x7F80
+    both_zero = (mag_a == 0) & (mag_b == 0)
+    by_sign = Mux(neg_a,
+                  neg_b & (mag_a < mag_b),                # -|a| > -|b|
+                  Mux(neg_b, ~both_zero, mag_a > mag_b))  # +|a| > -|b| unless both zero
+    return Mux(nan_a, ~nan_b, ~nan_b & by_sign)

@@ -33,7 +33,7 @@ from amaranth.utils import bits_for, exact_log2
 
 from memwall.families.dplena.config import DplenaConfig
 from memwall.golden.dplena.isa import INSTR_LAYOUT, NUM_FP, NUM_GP, WORD_BITS, Op
-from memwall.hdl.common.fp import FpAdd, FpMul, bf16_key
+from memwall.hdl.common.fp import FpAdd, FpMul, bf16_greater
 from memwall.hdl.common.netlist import unique_submodule
 from memwall.hdl.dplena.dequant import dequant_cmd_layout
 from memwall.hdl.dplena.elementwise import EW_CMD, EwOp, ScalarFpUnit, ScalarOp
@@ -256,8 +256,7 @@ class _Datapath:
         """What every unit and memory port sees unless a state says otherwise."""
         m, cfg, seq = self.m, self.cfg, self.seq
         L, vlen, vshift = cfg.block_len, cfg.vlen, exact_log2(cfg.vlen)
-        op, imm, f1, f2, g1, g2, g3 = (self.op, self.imm, self.f1, self.f2, self.g1, self.g2,
-                                       self.g3)
+        op, imm, f1, f2, g1, g2 = self.op, self.imm, self.f1, self.f2, self.g1, self.g2
         elem = self.issued[:bits_for(L - 1)]
         # An instruction's size, set in its EXECUTE cycle (no later state recomputes it from
         # the decode): rows of a vector operand (g2 elements), or the immediate element count;
@@ -270,7 +269,11 @@ class _Datapath:
         # n_items - 1, registered with it: "element i is the last" is then an equality of two
         # registers, not an increment and a compare (the top-k unit's `last` input was the
         # critical path of dplena2048 at 1 GHz). 33 bits, so n_items = 0 matches no count.
+        # Its own carry chain beside n_items_next's, not one after it (the two in a row missed
+        # 1 GHz on dplena32): ceil(g2 / vlen) - 1 = floor((g2 - 1) / vlen), -1 for g2 = 0.
         self.n_items_m1 = Signal(33)
+        self.n_items_m1_next = Mux(vector_op, (Cat(g2, Const(0, 1)).as_signed() - 1) >> vshift,
+                                   imm - 1)
         self.wr_row = Signal(range(cfg.vector_sram_rows))
         self.lo_nonzero = Cat(lane != 0 for lane in seq.vs_rd_lo)   # a 0/1 mask row as bits
 
@@ -335,9 +338,14 @@ class _Datapath:
 
         topk, select = self.topk, self.select
         topk_in = topk.i.payload
-        m.d.comb += [topk_in.value.eq(self.stage[elem]),
-                     topk_in.valid.eq(self.flags.bit_select(elem, 1)),
-                     topk_in.k.eq(Mux(g3 > cfg.k_max, cfg.k_max, g3)),
+        # Every top-k input field is a register: the unit's comparators and slot muxes take
+        # most of a 1 GHz cycle from its input (dplena32: 670 ps), so an element index mux or
+        # a GP-register read before them missed the clock. TOPK_STREAM shifts the row and its
+        # flags down one element a transfer; TOPK_FLAGS latches the clamped k.
+        self.topk_k = Signal(topk.k_width)
+        m.d.comb += [topk_in.value.eq(self.stage[0]),
+                     topk_in.valid.eq(self.flags[0]),
+                     topk_in.k.eq(self.topk_k),
                      topk_in.last.eq(self.issued == self.n_items_m1),
                      topk.o.ready.eq(0)]
         m.d.comb += [select.o.ready.eq(1), select.i.payload.eq(0),
@@ -407,7 +415,7 @@ class _Datapath:
         """The first cycle of every instruction."""
         m, seq = self.m, self.seq
         m.d.sync += [self.n_items.eq(self.n_items_next), self.left.eq(self.g2),
-                     self.n_items_m1.eq(self.n_items_next - 1), self.wr_row.eq(self.g_rd)]
+                     self.n_items_m1.eq(self.n_items_m1_next), self.wr_row.eq(self.g_rd)]
         op, imm, g_rd, g1, g2 = self.op, self.imm, self.g_rd, self.g1, self.g2
         f_rd, f1 = self.f_rd, self.f1
         instr = self.instr
@@ -458,7 +466,7 @@ class _Datapath:
                         self.set_f_rd(result)
                         m.d.comb += self.done.eq(1)
             with m.Case(Op.S_MAX_IDX_F):
-                with m.If(bf16_key(f1[16:]) > bf16_key(f_rd[16:])):
+                with m.If(bf16_greater(f1[16:], f_rd[16:])):
                     self.set_f_rd(f1)
                     self.set_gp(instr.rs3, g2)
                 m.d.comb += self.done.eq(1)
@@ -582,7 +590,9 @@ class _Datapath:
         unit, then write its mask as a 1.0/+0 row."""
         m, seq, topk, L = self.m, self.seq, self.topk, self.cfg.block_len
         with m.State("TOPK_FLAGS"):
-            m.d.sync += self.flags.eq(self.lo_nonzero)
+            g3 = self.g3
+            m.d.sync += [self.flags.eq(self.lo_nonzero),
+                         self.topk_k.eq(Mux(g3 > self.cfg.k_max, self.cfg.k_max, g3))]
             self.read_row(self.g1)                       # the confidence row
             m.next = "TOPK_STAGE"
         with m.State("TOPK_STAGE"):
@@ -591,7 +601,9 @@ class _Datapath:
         with m.State("TOPK_STREAM"):
             m.d.comb += topk.i.valid.eq(1)
             with m.If(topk.i.ready):
-                m.d.sync += self.issued.eq(self.issued + 1)
+                m.d.sync += [self.issued.eq(self.issued + 1),
+                             Cat(*self.stage).eq(Cat(*self.stage[1:], Const(0, 16))),
+                             self.flags.eq(self.flags >> 1)]
                 with m.If(self.issued == self.n_items_m1):
                     m.next = "TOPK_MASK"
         with m.State("TOPK_MASK"):

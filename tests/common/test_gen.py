@@ -207,8 +207,9 @@ def test_every_module_defined_once(out32):
             assert inst in names, f"{path.name} instantiates undefined module {inst}"
 
 
-#: The lane modules' names at the configs' default pipeline depth (fp_stages 2).
-EW_LANE = "elementwise_lane_addbf162_exp2_mulbf162"
+#: The lane modules' names at the configs' default pipeline depth (fp_stages 3; exp is at
+#: its deepest, 3).
+EW_LANE = "elementwise_lane_addbf163_exp3_mulbf163"
 
 
 @pytest.mark.parametrize(("lane", "unit_prefix", "lanes"), [

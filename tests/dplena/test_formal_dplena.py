@@ -138,9 +138,11 @@ def test_select_function_refutes_a_swapped_select(tmp_path):
 
 @pytest.mark.tool
 def test_tree_refutes_the_last_index_rule(tmp_path):
-    """The tree keeps the first of equal maxima, so expecting the last one fails."""
+    """The tree keeps the first of equal maxima, so expecting the last one fails (the bound:
+    the 4-lane tree's latency, 2 levels, and two cycles to load and compare)."""
     prop = Property("tree_last", lambda: ReductionTreeHarness(4, CFG.stages.add_fp32, "last"),
-                    "negative control", depth=9, cut=("dut.*adder",))
+                    "negative control", depth=CFG.stages.tree_latency(2) + 2,
+                    cut=("dut.*adder",))
     _fails_with_trace(run_property(prop, tmp_path / "tree"))
 
 

@@ -213,11 +213,13 @@ class DplenaConfig(UnitConfig):
                                 "{sky130hd: 100}: the hardware does not depend on its clock, so "
                                 "each PDK is synthesised and timed at its own")
     # A choice among the blocks' depths, not a size: generation cost barely depends on it.
-    fp_stages: int = field(2, one_of(*range(max_fp_stages() + 1)),
+    fp_stages: int = field(3, one_of(*range(max_fp_stages() + 1)),
                            "pipeline register stages inside every FP block (add, multiply, "
                            "exp, 1/x, FP32->BF16), each block capped at its own deepest "
-                           "(memwall/families/dplena/config.py); 0 is combinational. 2, the "
-                           "default, is the shallowest that meets 1 GHz on asap7 "
+                           "(memwall/families/dplena/config.py); 0 is combinational. 3, the "
+                           "default, is the shallowest at which dplena32 meets 1 GHz on asap7 "
+                           "with the sign-off margins, flat and hierarchical; a shallower "
+                           "pipeline takes fewer cycles at a lower clock "
                            "(reports/dplena/pipeline_depth.md)")
 
     def __post_init__(self):
