@@ -234,7 +234,9 @@ class DxtSequencer(wiring.Component):
                     with m.If(cur.sequential):
                         m.next = "NORM"
                     with m.Else():
-                        m.d.comb += self.rc_from_ve.eq(1)
+                        # The fused output factor goes into the chain with the command's width
+                        # (INT8 results saturate at 8 bits, not 16).
+                        m.d.comb += [self.rc_from_ve.eq(1), self.rc.narrow.eq(cur.narrow)]
                         m.d.sync += wait.eq(vacs - 1)
                         m.next = "PITCH"
 

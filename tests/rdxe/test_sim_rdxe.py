@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 
 from memwall.families.rdxe.config import RdxeConfig
@@ -26,6 +27,35 @@ def test_group_session(tmp_path, stall):
              {"config": dataclasses.asdict(cfg), "seed": 5, "d": 16, "n": 6, "tokens": 13,
               "dh": 16, "stall": stall, "out": str(out)}, testcase="session")
     assert json.loads(out.read_text())["cycles"]
+
+
+#: The saturating session's output gain: every normalised command's INT8 outputs reach both
+#: limits (RMSNorm-GEMV and P.V, fused and sequential), with values between them too.
+SATURATING_GAIN = 512.0
+
+
+def test_saturating_session_reaches_both_limits():
+    """The session :func:`test_saturating_session` runs does drive every fused and sequential
+    RMSNorm-GEMV and P.V's INT8 outputs to +127 and to -128 (else it tests nothing)."""
+    from memwall.verif.rdxe.tb_group import build_session
+
+    prog, expect, _ = build_session(SMALL, 5, 16, 6, 13, 16, out_gain=SATURATING_GAIN)
+    tiles = SMALL.gqa_group
+    normalised = [(c, np.ravel(e[:tiles])) for c, e in zip(prog.commands, expect, strict=True)
+                  if e is not None and (c["fused"] or c["sequential"])]
+    kinds = {(c["fused"], c["exp"]) for c, _ in normalised}
+    assert kinds == {(1, 0), (0, 0), (1, 1), (0, 1)}, kinds
+    for c, outs in normalised:
+        assert c["narrow"] and outs.max() == 127 and outs.min() == -128, (c, outs)
+
+
+@pytest.mark.sim
+def test_saturating_session(tmp_path):
+    """Outputs past both INT8 limits, fused and sequential, bit for bit (the fused VRC once
+    saturated at 16 bits: its factor entered the chain without the command's width)."""
+    simulate(RdxeGroup(SMALL), TOP_NAME, TB,
+             {"config": dataclasses.asdict(SMALL), "seed": 5, "d": 16, "n": 6, "tokens": 13,
+              "dh": 16, "out_gain": SATURATING_GAIN}, testcase="session")
 
 
 def test_gqa_group_stores_one_kv_cache():

@@ -1,13 +1,14 @@
 """cocotb testbench of ``rdxe_group``: whole operations against :mod:`memwall.golden.rdxe.datapath`.
 
-One seeded session on one tile group, every tile with its own operands and weights, tile 0's
-KV cache shared over VLINK (GQA): GEMVs (rows not a multiple of the VACs, operands shorter than
-the VAC count), GEMV with RMSNorm fused and sequential, K/V write-back of ``tokens`` tokens,
-QK with max-on-writeback, P.V fused and sequential, in the iWuR layout and again in the
-baseline layout (``params["modes"]``: the VRC modes, default both). Checked: every result and
-accumulator bit for bit; the KV cache images against
-:func:`memwall.golden.rdxe.layout.kv_image`; in iWuR every KV read beat reads a whole word (no
-gathers), in the baseline ``lanes`` one-byte gathers per word. With
+One seeded session on one tile group, every tile with its own operands and weights, tile 0's KV
+cache shared over VLINK (GQA): GEMVs (rows not a multiple of the VACs, operands shorter than
+the VAC count), GEMV with RMSNorm fused and sequential, K/V write-back of ``tokens`` tokens, a
+GEMV whose INT8 results go back into the activation buffer (``DEST_ABUF``) as the next GEMV's
+operand, QK with max-on-writeback, P.V fused and sequential, in the iWuR layout and again in
+the baseline layout (``params["modes"]``: the VRC modes, default both; ``params["out_gain"]``
+scales their output factors). Checked: every result and accumulator bit for bit; the KV cache
+images against :func:`memwall.golden.rdxe.layout.kv_image`; in iWuR every KV read beat reads a
+whole word (no gathers), in the baseline ``lanes`` one-byte gathers per word. With
 ``params["stall"]`` the streams stall at random (idle sources, back-pressure on results);
 without, every MAC and write-back command takes exactly the cycles of
 :func:`memwall.golden.rdxe.cycles.command_cycles`. Each command's cycles go to
@@ -29,6 +30,7 @@ from memwall.golden.rdxe import datapath as golden
 from memwall.golden.rdxe.cycles import command_cycles
 from memwall.golden.rdxe.layout import kv_image
 from memwall.hdl.rdxe.core import result_layout
+from memwall.hdl.rdxe.dxt import DEST_ABUF
 from memwall.hdl.rdxe.program import Program
 from memwall.hdl.rdxe.sequencer import command_layout
 from memwall.verif.common.runner import tb_params
@@ -40,10 +42,12 @@ def _signed(value: int, bits: int) -> int:
 
 
 def build_session(cfg: RdxeConfig, seed: int, d: int, n: int, tokens: int, dh: int,
-                  modes=golden.MODES):
+                  modes=golden.MODES, out_gain: float = 1.0):
     """The session's program and, per command, the expected results ``(values, accs)`` per
     tile (None for commands without results), plus the KV images after each layout. The
-    normalisations run in each of ``modes`` (the same operands whatever the modes)."""
+    normalisations run in each of ``modes`` (the same operands whatever the modes).
+    ``out_gain`` multiplies their static output factors: large, it drives the INT8 outputs
+    past both saturation limits."""
     rng = np.random.default_rng(seed)
     tiles, lanes = cfg.gqa_group, cfg.lanes
     prog = Program(cfg)
@@ -59,22 +63,33 @@ def build_session(cfg: RdxeConfig, seed: int, d: int, n: int, tokens: int, dh: i
     gain = rng.integers(-128, 128, (tiles, d))
     w = rng.integers(-128, 128, (tiles, n, d))
     w_short = rng.integers(-128, 128, (tiles, n, lanes))
+    # Its own generator, so the session's other operands stay what they were.
+    w_chain = np.random.default_rng([seed, 1]).integers(-128, 128, (tiles, n, n))
     wc = -(-d // lanes)
-    a_x, a_g, a_q, a_kv = 0, wc, 2 * wc, 3 * wc
+    a_x, a_g, a_q, a_kv, a_chain = 0, wc, 2 * wc, 3 * wc, 4 * wc
     for t in range(tiles):
         prog.load_a(t, a_x, x[t])
         prog.load_a(t, a_g, gain[t])
         base = prog.load_w(t, 0, w[t])
-        prog.load_w(t, base, w_short[t])
+        chain_base = base + prog.load_w(t, base, w_short[t])
+        prog.load_w(t, chain_base, w_chain[t])
     rc = fx.rc_from_float(float(rng.uniform(0.002, 0.02)))
     prog.gemv(n, d, a_x, 0, rc)
     note([golden.vac_out(golden.gemv_acc(w[t], x[t]), rc) for t in range(tiles)]
          + [golden.gemv_acc(w[t], x[t]) for t in range(tiles)])
+    # Chained on the hardware: the same GEMV's INT8 results written back into the activation
+    # buffer (DEST_ABUF, byte by byte from a_chain), then the operand of the next GEMV.
+    y = [golden.vac_out(golden.gemv_acc(w[t], x[t]), rc) for t in range(tiles)]
+    prog.gemv(n, d, a_x, 0, rc, dest=DEST_ABUF, res_base=a_chain * lanes)
+    note(y + [golden.gemv_acc(w[t], x[t]) for t in range(tiles)])
+    prog.gemv(n, n, a_chain, chain_base, rc)
+    note([golden.vac_out(golden.gemv_acc(w_chain[t], y[t]), rc) for t in range(tiles)]
+         + [golden.gemv_acc(w_chain[t], y[t]) for t in range(tiles)])
     prog.gemv(n, lanes, a_x, base, rc, narrow=0)           # one beat per group: idle pitch
     note([golden.vac_out(golden.gemv_acc(w_short[t], x[t, :lanes]), rc, 16) for t in range(tiles)]
          + [golden.gemv_acc(w_short[t], x[t, :lanes]) for t in range(tiles)])
     eps_sum = int(rng.integers(0, 1 << 12))
-    out_static = golden.static_factor(float(rng.uniform(0.05, 0.5)))
+    out_static = golden.static_factor(out_gain * float(rng.uniform(0.05, 0.5)))
     norm_static = golden.static_factor(float(rng.uniform(0.05, 0.5)))
     for mode in modes:
         prog.rmsnorm_gemv(n, d, a_x, 0, eps_sum, out_static, mode, a_g, norm_static)
@@ -86,7 +101,7 @@ def build_session(cfg: RdxeConfig, seed: int, d: int, n: int, tokens: int, dh: i
     v = rng.integers(-128, 128, (tokens, dh))
     q = rng.integers(-128, 128, (tiles, dh))
     score_rc = fx.rc_from_float(float(rng.uniform(0.005, 0.05)))   # scores of a few octaves
-    out_static = golden.static_factor(float(rng.uniform(0.002, 0.01)))
+    out_static = golden.static_factor(out_gain * float(rng.uniform(0.002, 0.01)))
     images, image = {}, None
     for t in range(tiles):
         prog.load_a(t, a_q, q[t])
@@ -180,7 +195,8 @@ class Testbench:
         dut, cfg = self.dut, self.cfg
         p = self.params
         prog, expect, images = build_session(cfg, p["seed"], p["d"], p["n"], p["tokens"],
-                                             p["dh"], p.get("modes", golden.MODES))
+                                             p["dh"], p.get("modes", golden.MODES),
+                                             p.get("out_gain", 1.0))
         clk, cmd, sink = await self._start(prog.data)
         board = Scoreboard("rdxe_group", dut._log)
         tiles = cfg.gqa_group

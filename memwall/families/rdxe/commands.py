@@ -84,12 +84,22 @@ def _quantised(args):
     return rdxe.quantise_attention(arrays["q"], arrays["k"], arrays["v"])
 
 
+def _int8(values) -> np.ndarray:
+    """The INT8 outputs as int8, never wrapped: a value outside -128..127 is a datapath bug
+    (the hardware saturates), so it stops the command instead of flipping a sign."""
+    values = np.asarray(values)
+    if values.size and (values.min() < -128 or values.max() > 127):
+        raise RuntimeError(f"INT8 outputs span {values.min()}..{values.max()}: the datapath "
+                           "did not saturate them (a bug, not an input error)")
+    return values.astype(np.int8)
+
+
 def _save(out, args, quant, values, acc, cycles=None) -> None:
     if args.op == "rmsnorm_gemv":
         scale = quant.s_y_fused if args.mode == "fused" else quant.s_y_seq
-        arrays = {"y": values * scale, "y_q": values.astype(np.int8)}
+        arrays = {"y": values * scale, "y_q": _int8(values)}
     else:
-        arrays = {"o": values * quant.s_o, "o_q": values.astype(np.int8)}
+        arrays = {"o": values * quant.s_o, "o_q": _int8(values)}
     arrays["acc"] = np.asarray(acc, np.int32)
     if cycles is not None:
         arrays["cycles"] = np.int64(cycles)
