@@ -4,7 +4,8 @@ float64 references (paper: rdxe-edge-slm-decoder-vrc-iwur).
 Decisions where the paper is silent (the RTL in ``hdl/rdxe`` answers to them):
 
 * **Operands** are INT8 (weights, activations, K, V, softmax numerators). A VAC lane multiplies
-  two INT8s; the accumulator is INT32 (an overflow is an input error, caught here).
+  two INT8s; the accumulator is INT32. The hardware would wrap a sum past it, so an overflow is
+  an input error here (:class:`QuantiseError`, naming the operation and what fits).
 * **RC factor** is a floating scale ``mant * 2**-shift`` with a 25-bit mantissa
   (:mod:`memwall.golden.common.fixedpoint`). The VAC applies it in one step, the RCU multiply and
   the PPU rounding shift and saturation: ``out = sat(round_half_up(acc * mant / 2**shift))`` to 8
@@ -30,8 +31,47 @@ Decisions where the paper is silent (the RTL in ``hdl/rdxe`` answers to them):
   ``W``; softmax writes ``p_t = round(127 * e_t / sum e)`` (INT8, ``s = 0``) before ``P.V``.
   The extra INT8 rounding of the normalised vector is what fusion avoids.
 
-Accuracy (``tests/rdxe/test_golden_rdxe.py``): each path is compared with float64 evaluated on its
-own INT8 operands, in units of the output's INT8 LSB.
+Quantisation (host side: :func:`quantise_rmsnorm_gemv`, :func:`quantise_attention`) is the
+contract between the user's float tensors and these INT8 operands and factors. Every scale is
+symmetric, ``max|a| / 127`` over the slice it covers (1 for zeros), values rounded to nearest
+and clipped to -127..127.
+
+* **Activations.** ``x`` per token (the host holds each token's vector when it sends it); the
+  sequential path's ``x_hat`` per token too, from the host's float64 ``x_hat`` on the INT8
+  ``x`` and ``g`` (so the VE's INT8 ``x_hat`` does not saturate).
+* **Weights**, ``weight_scale``: ``"channel"`` (default) per output row, or ``"tensor"``. The VAC
+  chain broadcasts one RC per command to every row, so a per-row scale cannot sit inside the
+  INT8 requantisation. With ``"channel"`` the command writes INT16 (``narrow = 0``) with one
+  factor ``F`` for all rows, chosen so that no row can saturate whatever ``x`` is
+  (Cauchy-Schwarz: fused ``|acc_i RC| <= ||W'_i||``, since ``||x|| <= sqrt(u)``; sequential
+  ``|acc_i| <= ||W_i|| ||x_hat||``, ``x_hat``'s norm bounded from its INT8 operands and its
+  factor), and the host multiplies row ``i`` by its scale (``y_i = v_i * row_scale_i``) and
+  rounds to INT8 at ``s_y``. The cost: the datapath's result is INT16 and needs that host (or
+  VE) pass before it can be the next GEMV's INT8 operand; ``"tensor"`` keeps the datapath's own
+  INT8 output. ``"channel"`` is the default because trained weights' rows differ in range and
+  it is never worse on the accuracy study's workloads (:mod:`memwall.golden.rdxe.accuracy`).
+* **Gain.** The fused command has no gain operand: ``gamma`` is folded, ``W' = w diag(gamma)``.
+  Row ``i``'s step becomes ``s'_i = max_j |w_ij gamma_j| / 127 <= s_i max|gamma|`` (``s_i`` of
+  ``w`` alone), and the weights' rounding moves ``y_i`` by at most
+  ``s'_i / 2 * sum_j |x~_j| / rms(x~) <= s'_i d / 2`` (``x~`` the dequantised INT8 ``x``; the
+  folding bound, tested). One gain far above the others coarsens every row's step by up to
+  ``max|gamma| / |gamma_j|`` for the other columns. The sequential path keeps ``gamma`` as its
+  own INT8 vector (per tensor), which the VE multiplies into ``x_hat``: use it where one gain
+  dominates (the study's large-gain workload measures both).
+* **Attention**, ``kv_scale``: ``"head"`` (default) or ``"tensor"``. The hardware computes one KV
+  head per command pair, so per-head scales are per-command factors: ``k`` and ``v`` per KV
+  head, ``q`` per group of query heads sharing a KV head (one Q.K command serves the group), the
+  score factor ``s_q s_k log2(e) / sqrt(dh) * 256`` and the output factor ``s_v / s_o`` (fused)
+  or ``s_v / (127 s_o)`` (sequential) per KV head. Per head is free, hence the default.
+* **Output scale** ``s_y`` / ``s_o``: given by the user (a static scale), or by default
+  calibrated from the float64 answer on the user's float inputs, ``max|y| / 127``. With a given
+  scale, outputs past -128..127 saturate, as the hardware does; ``saturated`` counts the outputs
+  whose float64 value lies past that range.
+* **Registers.** An ``eps`` whose ``sum(x**2) + d eps`` (in ``x``'s squared LSBs) passes the
+  32-bit register, where the VE would saturate it, is refused; so is a factor no RC holds.
+
+Accuracy (:func:`memwall.golden.rdxe.accuracy.study`): each path's INT8 output against float64 on
+the user's float inputs, in units of the output's INT8 LSB.
 """
 
 from __future__ import annotations
@@ -48,8 +88,9 @@ __all__ = [
     "MODES", "MAX_TOKENS", "STATIC_BITS", "static_factor", "static_rc", "gemv_acc", "vac_out",
     "rmsnorm_gemv", "qk_scores",
     "softmax_pv", "attention", "repeat_kv", "rmsnorm_gemv_reference", "attention_reference",
-    "QuantRmsnormGemv", "QuantAttention", "quantise_rmsnorm_gemv", "quantise_attention",
-    "peak_ops_per_cycle",
+    "QuantiseError", "WEIGHT_SCALES", "KV_SCALES", "QuantRmsnormGemv", "QuantAttention",
+    "quantise_rmsnorm_gemv", "quantise_attention", "quantised_rmsnorm_gemv",
+    "quantised_attention", "peak_ops_per_cycle",
 ]
 
 MODES = ("fused", "sequential")
@@ -82,16 +123,30 @@ def static_rc(static: tuple) -> tuple:
     return fx.rc_mul(1 << (STATIC_BITS - 1), STATIC_BITS - 1, *static)
 
 
-def _check_int32(acc, what: str) -> np.ndarray:
+class QuantiseError(InputError, ValueError):
+    """Float operands (or an option) outside what the host-side quantisation and the datapath's
+    factors can hold, or a sum past the INT32 accumulator: bad input, named with the array and
+    position, the factor or the operation."""
+
+
+#: What always fits a GEMV's (or Q.K's) INT32 sums: |INT8 x INT8| <= 128 * 127 per product.
+_GEMV_FITS = "rows of up to 132,104 INT8 products always fit"
+
+
+def _check_int32(acc, what: str, fits: str = _GEMV_FITS) -> np.ndarray:
     acc = _i64(acc)
     if acc.size and (acc.max() > INT32_MAX or acc.min() < -INT32_MAX - 1):
-        raise ValueError(f"{what} overflows the INT32 accumulator")
+        extreme = int(acc.max()) if acc.max() > INT32_MAX else int(acc.min())
+        raise QuantiseError(f"{what} overflows the INT32 accumulator: a sum reaches "
+                            f"{extreme:,} (INT32 holds {-INT32_MAX - 1:,} .. {INT32_MAX:,}) "
+                            f"and the hardware would wrap it; {fits}")
     return acc
 
 
-def gemv_acc(w, x) -> np.ndarray:
-    """INT32 accumulators ``w @ x`` of INT8 ``w`` (n, d) and ``x`` (d,)."""
-    return _check_int32(_i64(w) @ _i64(x), "GEMV")
+def gemv_acc(w, x, what: str = "GEMV", fits: str = _GEMV_FITS) -> np.ndarray:
+    """INT32 accumulators ``w @ x`` of INT8 ``w`` (n, d) and ``x`` (d,); a sum past INT32 is a
+    :class:`QuantiseError` naming ``what`` and ``fits`` (what the user can give instead)."""
+    return _check_int32(_i64(w) @ _i64(x), what, fits)
 
 
 def vac_out(acc, rc: tuple, bits: int = 8) -> np.ndarray:
@@ -104,29 +159,30 @@ def _u32(u) -> np.ndarray:
 
 
 def rmsnorm_gemv(x, w, eps_sum: int, out_static: tuple, mode: str = "fused", g=None,
-                 norm_static: tuple | None = None) -> dict:
+                 norm_static: tuple | None = None, bits: int = 8) -> dict:
     """GEMV with RMSNorm. ``x`` (d,) INT8, ``w`` (n, d) INT8: the merged ``W'`` (fused) or the
     plain ``W`` (sequential, with ``g`` (d,) INT8 and ``norm_static`` the static factor of
-    ``x_hat``). ``out_static`` is the output's static factor. Returns ``y`` (INT8), ``acc``,
-    ``sumsq``, ``rc`` and, sequential, ``x_hat``."""
+    ``x_hat``). ``out_static`` is the output's static factor, ``bits`` its width (8, or 16: the
+    command's ``narrow = 0``; ``x_hat`` is INT8 either way). Returns ``y`` (INT8 or INT16),
+    ``acc``, ``sumsq``, ``rc`` and, sequential, ``x_hat``."""
     x = _i64(x)
     sumsq = int((x * x).sum())
     rc = fx.invsqrt_rc(_u32(sumsq + int(eps_sum)))
     if _mode(mode) == "fused":
         acc = gemv_acc(w, x)
         total = fx.rc_mul(*rc, *out_static)
-        return {"y": vac_out(acc, total), "acc": acc, "sumsq": sumsq, "rc": total}
+        return {"y": vac_out(acc, total, bits), "acc": acc, "sumsq": sumsq, "rc": total}
     norm = fx.rc_mul(*rc, *norm_static)
     x_hat = vac_out(x * _i64(g), norm)
     acc = gemv_acc(w, x_hat)
-    return {"y": vac_out(acc, static_rc(out_static)), "acc": acc, "sumsq": sumsq, "rc": norm,
-            "x_hat": x_hat}
+    return {"y": vac_out(acc, static_rc(out_static), bits), "acc": acc, "sumsq": sumsq,
+            "rc": norm, "x_hat": x_hat}
 
 
 def qk_scores(q, k, score_rc: tuple) -> dict:
     """Scores of one query head ``q`` (dh,) against ``k`` (t, dh), written back as INT16 ``z``
     with the running maximum ``z_max``."""
-    acc = gemv_acc(k, q)
+    acc = gemv_acc(k, q, "Q.K")
     z = vac_out(acc, score_rc, 16)
     return {"z": z, "acc": acc, "z_max": int(z.max())}
 
@@ -139,7 +195,8 @@ def softmax_pv(z, z_max: int, v, out_static: tuple, mode: str = "fused") -> dict
     sum_e = int(e.sum())
     rc = fx.recip_rc(_u32(sum_e))
     if _mode(mode) == "fused":
-        acc = gemv_acc(_i64(v).T, e)
+        acc = gemv_acc(_i64(v).T, e, "P.V (the sum of e_t v_t over the tokens, e_t up to 2**12)",
+                       f"up to MAX_TOKENS ({MAX_TOKENS:,}) tokens always fit: give fewer")
         total = fx.rc_mul(*rc, *out_static)
         return {"o": vac_out(acc, total), "acc": acc, "e": e, "sum_e": sum_e, "rc": total}
     prob = fx.rc_mul(*rc, *static_factor(127.0))
@@ -193,153 +250,3 @@ def attention_reference(q, k, v) -> np.ndarray:
     return np.einsum("ht,thd->hd", p, v)
 
 
-# --- quantisation (host side) -----------------------------------------------------------------
-
-class QuantiseError(InputError, ValueError):
-    """Float operands (or an option) outside what the host-side quantisation and the datapath's
-    factors can hold: bad input, named with the array and position or the factor."""
-
-
-#: The largest magnitude of each float tensor must be 0 or in [2**-400, 2**400]: then every
-#: square and product of two tensors' scales the host computes in float64 (RMSNorm's
-#: ``x * x``, ``w * gamma``, ``s_q * s_k``, ``d * eps / s_x**2``), times a dimension of up to
-#: 2**16, stays a normal float64.
-MAGNITUDE_LIMIT = 2.0 ** 400
-#: An RC or static factor is exact (not clamped) in [RC_MIN, RC_MAX): a 25-bit mantissa with
-#: a shift of 0..63 (:func:`memwall.golden.common.fixedpoint.rc_from_float`).
-RC_MIN = 2.0 ** (fx.RC_MANT_BITS - 1 - fx.RC_SHIFT_MAX)
-RC_MAX = 2.0 ** fx.RC_MANT_BITS
-
-
-def check_operands(arrays: dict) -> None:
-    """Each float tensor's values finite and its largest magnitude 0 or within
-    [1 / MAGNITUDE_LIMIT, MAGNITUDE_LIMIT]; :class:`QuantiseError` names the array and the
-    position otherwise."""
-    for name, a in arrays.items():
-        a = np.asarray(a, np.float64)
-        bad = np.argwhere(~np.isfinite(a) | (np.abs(a) > MAGNITUDE_LIMIT))
-        if bad.size:
-            at = tuple(int(i) for i in bad[0])
-            raise QuantiseError(f"{name}[{', '.join(map(str, at))}] = {a[at]:g}: values must "
-                                f"be finite with magnitude at most 2**400 ({MAGNITUDE_LIMIT:.3g})")
-        top = float(np.max(np.abs(a))) if a.size else 0.0
-        if 0 < top < 1 / MAGNITUDE_LIMIT:
-            raise QuantiseError(f"{name}: largest magnitude {top:g} is below 2**-400 "
-                                f"({1 / MAGNITUDE_LIMIT:.3g}); the scale's square would not be "
-                                "a normal float64 (scale the tensor up, or give zeros)")
-
-
-def _factor(name: str, value: float, set_by: str) -> float:
-    """``value`` if an RC factor holds it exactly; :class:`QuantiseError` otherwise."""
-    if not (np.isfinite(value) and (value == 0 or RC_MIN <= value < RC_MAX)):
-        raise QuantiseError(f"{name} = {value:g}, set by {set_by}, is outside what an RC "
-                            f"factor holds, [{RC_MIN:g}, {RC_MAX:g}) (a 25-bit mantissa, "
-                            "shift 0..63)")
-    return value
-
-
-def _scale(a) -> float:
-    """Symmetric INT8 scale: ``max|a| / 127`` (1 for an all-zero array)."""
-    top = float(np.max(np.abs(a))) if np.size(a) else 0.0
-    return top / 127.0 if top > 0 else 1.0
-
-
-def _q8(a, scale: float) -> np.ndarray:
-    return np.clip(np.rint(np.asarray(a, np.float64) / scale), -127, 127).astype(np.int64)
-
-
-@dataclass(frozen=True)
-class QuantRmsnormGemv:
-    """INT8 operands and factors of a GEMV with RMSNorm, for both modes.
-
-    Scales (symmetric, ``max|a|/127``): ``x`` per token, the merged ``W' = w diag(gamma)`` (fused)
-    and ``w``, ``gamma`` (sequential) per tensor, ``x_hat`` and the output ``y`` from the float64
-    result on the INT8 operands (a perfectly calibrated static scale).
-    """
-    x: np.ndarray
-    w_merged: np.ndarray
-    w: np.ndarray
-    g: np.ndarray
-    eps_sum: int
-    fused_static: tuple
-    seq_out_static: tuple
-    seq_norm_static: tuple
-    s_y_fused: float
-    s_y_seq: float
-    ref_fused: np.ndarray      # float64 result on the fused INT8 operands, in output LSBs
-    ref_seq: np.ndarray        # the same for the sequential operands
-
-
-def quantise_rmsnorm_gemv(x, gamma, w, eps: float) -> QuantRmsnormGemv:
-    """Raises :class:`QuantiseError` for operands or an ``eps`` the datapath cannot hold."""
-    x, gamma, w = (np.asarray(a, np.float64) for a in (x, gamma, w))
-    check_operands({"x": x, "gamma": gamma, "w": w})
-    if not (np.isfinite(eps) and eps > 0):
-        raise QuantiseError(f"eps {eps:g}: must be a finite number > 0")
-    d = x.shape[0]
-    s_x = _scale(x)
-    xq = _q8(x, s_x)
-    merged = w * gamma[None, :]
-    s_wm, s_w, s_g = _scale(merged), _scale(w), _scale(gamma)
-    wmq, wq, gq = _q8(merged, s_wm), _q8(w, s_w), _q8(gamma, s_g)
-    # The datapath adds eps as d * eps in x's squared LSBs, in a 32-bit register.
-    eps_lsbs = d * eps / (s_x * s_x)
-    if eps_lsbs > U32_MAX:
-        raise QuantiseError(f"eps {eps:g}: d * eps is {eps_lsbs:.4g} of x's squared LSBs, past "
-                            f"the 32-bit epsilon register ({U32_MAX}); with this x, eps may be "
-                            f"at most {U32_MAX * s_x * s_x / d:.4g}")
-    eps_sum = int(round(eps_lsbs))
-    xd = xq * s_x
-    rms = np.sqrt(np.mean(xd * xd) + eps)
-    y_fused = (wmq * s_wm) @ (xd / rms)
-    x_hat = xd / rms * (gq * s_g)
-    s_h = _scale(x_hat)
-    y_seq = (wq * s_w) @ (_q8(x_hat, s_h) * s_h)
-    s_yf, s_ys = _scale(y_fused), _scale(y_seq)
-    set_by = "the scales of w, gamma and the output"
-    return QuantRmsnormGemv(
-        x=xq, w_merged=wmq, w=wq, g=gq, eps_sum=eps_sum,
-        fused_static=static_factor(_factor("the fused output factor",
-                                           s_wm * np.sqrt(d) / s_yf, set_by)),
-        seq_out_static=static_factor(_factor("the sequential output factor",
-                                             s_w * s_h / s_ys, set_by)),
-        seq_norm_static=static_factor(_factor("the sequential norm factor",
-                                              s_g * np.sqrt(d) / s_h, set_by)),
-        s_y_fused=s_yf, s_y_seq=s_ys,
-        ref_fused=y_fused / s_yf,
-        ref_seq=((wq * s_w) @ x_hat) / s_ys)
-
-
-@dataclass(frozen=True)
-class QuantAttention:
-    """INT8 operands and factors of decode attention. ``q``, ``k``, ``v`` per tensor; the output
-    scale from the float64 result on the INT8 operands."""
-    q: np.ndarray
-    k: np.ndarray
-    v: np.ndarray
-    score_rc: tuple
-    out_static: tuple          # fused: s_v / s_o
-    seq_out_static: tuple      # sequential: s_v / (127 s_o), p in units of 1/127
-    s_o: float
-    ref: np.ndarray            # float64 result on the INT8 operands, in output LSBs
-
-
-def quantise_attention(q, k, v) -> QuantAttention:
-    """Raises :class:`QuantiseError` for operands the datapath cannot hold."""
-    q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
-    check_operands({"q": q, "k": k, "v": v})
-    s_q, s_k, s_v = _scale(q), _scale(k), _scale(v)
-    qq, kq, vq = _q8(q, s_q), _q8(k, s_k), _q8(v, s_v)
-    dh = q.shape[1]
-    score = _factor("the score factor", s_q * s_k * np.log2(np.e) / np.sqrt(dh)
-                    * (1 << fx.EXP_FRAC_BITS), "the scales of q and k")
-    ref = attention_reference(qq * s_q, kq * s_k, vq * s_v)
-    s_o = _scale(ref)
-    mant, shift = fx.rc_from_float(score)
-    set_by = "the scales of v and the output"
-    return QuantAttention(q=qq, k=kq, v=vq, score_rc=(int(mant), int(shift)),
-                          out_static=static_factor(_factor("the output factor", s_v / s_o,
-                                                           set_by)),
-                          seq_out_static=static_factor(_factor("the sequential output factor",
-                                                               s_v / (127 * s_o), set_by)),
-                          s_o=s_o, ref=ref / s_o)

@@ -26,7 +26,8 @@ import numpy as np
 
 from memwall.families.rdxe.config import LAYOUTS, kv_words_needed, v_base
 
-__all__ = ["LAYOUTS", "v_base", "kv_words_needed", "kv_image", "kv_bytes_used"]
+__all__ = ["LAYOUTS", "v_base", "kv_words_needed", "kv_image", "kv_bytes_used", "kv_occupancy",
+           "kv_footprint"]
 
 def kv_image(k, v, vacs: int, lanes: int, max_tokens: int, max_head_dim: int,
              layout: str, into: np.ndarray | None = None) -> np.ndarray:
@@ -59,3 +60,31 @@ def kv_bytes_used(t: int, dh: int, kv_heads: int) -> int:
     """KV bytes a tile group holds for ``t`` tokens: K and V of each KV head, INT8. With GQA the
     group's tiles share their KV heads (``kv_heads = heads / group``)."""
     return 2 * t * dh * kv_heads
+
+
+def kv_occupancy(image: np.ndarray) -> dict:
+    """Bytes and words of a KV image (``(vacs, words, lanes)``) that hold data: bytes not 0 and
+    words with at least one such byte. 0 is a valid INT8 value, so write non-zero values to
+    count what a write-back fills (:func:`kv_footprint` does)."""
+    filled = np.asarray(image) != 0
+    return {"bytes": int(filled.sum()), "words": int(filled.any(axis=2).sum())}
+
+
+def kv_footprint(tokens: int, dh: int, kv_heads: int, vacs: int, lanes: int, max_tokens: int,
+                 max_head_dim: int, layout: str) -> dict:
+    """What ``kv_heads`` KV heads of ``tokens`` tokens occupy, measured on their images
+    (:func:`kv_image`, the image the RTL's write-back produces), one image per KV head (a KV
+    head is one tile group's cache; its query heads read it over VLINK): filled bytes, filled
+    words, and the words the address map reserves (every image's words). Each head's K and V
+    bytes are written non-zero (K 1..127, V -1..-127), so a byte written twice or never
+    changes the count."""
+    tags = (np.arange(tokens * dh).reshape(tokens, dh) + 1) % 127 + 1
+    out = {"bytes": 0, "words": 0, "reserved_words": 0}
+    for head in range(kv_heads):
+        image = kv_image((tags + head) % 127 + 1, -((tags + 2 * head) % 127 + 1), vacs, lanes,
+                         max_tokens, max_head_dim, layout)
+        used = kv_occupancy(image)
+        out["bytes"] += used["bytes"]
+        out["words"] += used["words"]
+        out["reserved_words"] += image.shape[0] * image.shape[1]
+    return out

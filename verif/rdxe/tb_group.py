@@ -30,9 +30,10 @@ from memwall.golden.rdxe import datapath as golden
 from memwall.golden.rdxe.cycles import command_cycles
 from memwall.golden.rdxe.layout import kv_image
 from memwall.hdl.rdxe.core import result_layout
-from memwall.hdl.rdxe.dxt import DEST_ABUF
+from memwall.hdl.rdxe.dxt import DEST_ABUF, addr_bits
 from memwall.hdl.rdxe.program import Program
 from memwall.hdl.rdxe.sequencer import command_layout
+from memwall.hdl.rdxe.vac import SRC_KV, beat_layout
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import Scoreboard, StreamSink, StreamSource, pack_struct, start
 
@@ -137,11 +138,36 @@ class Testbench:
         self.rng = random.Random(cocotb.RANDOM_SEED)
         self.stall = float(params.get("stall", 0.0))
         self.cycle = 0
+        #: KV beats seen by :meth:`_watch_kv_reads`: [tile][vac] = [words, gathers].
+        self.kv_beats = [[[0, 0] for _ in range(self.cfg.vacs)]
+                         for _ in range(self.cfg.gqa_group)]
 
     async def _clock(self):
         while True:
             await RisingEdge(self.dut.clk)
             self.cycle += 1
+
+    async def _watch_kv_reads(self):
+        """Every cycle, every VAC of every tile: a KV beat on its chain input (``hin``) reads
+        a whole word, or one byte (a baseline gather), counted per VAC in ``kv_beats``: the
+        group's own counters watch VAC 0 only."""
+        layout = beat_layout(self.cfg.lanes, addr_bits(self.cfg))
+        fields = {name: (layout[name].offset, layout[name].width)
+                  for name in ("valid", "src", "gather")}
+
+        def field(bits: int, name: str) -> int:
+            offset, width = fields[name]
+            return bits >> offset & ((1 << width) - 1)
+
+        chains = [[getattr(getattr(self.dut, f"tile{t}"), f"vac{j}").hin
+                   for j in range(self.cfg.vacs)] for t in range(self.cfg.gqa_group)]
+        while True:
+            await RisingEdge(self.dut.clk)
+            for t, row in enumerate(chains):
+                for j, hin in enumerate(row):
+                    bits = int(hin.value)
+                    if field(bits, "valid") and field(bits, "src") == SRC_KV:
+                        self.kv_beats[t][j][field(bits, "gather")] += 1
 
     def _kv_words(self, vac: int, words: int) -> np.ndarray:
         mem = getattr(self.dut.tile0, f"vac{vac}").kvmem
@@ -156,6 +182,7 @@ class Testbench:
         dut = self.dut
         clk = await start(dut)
         cocotb.start_soon(self._clock())
+        cocotb.start_soon(self._watch_kv_reads())
         cmd = StreamSource(dut, "cmd", clk)
         data = StreamSource(dut, "data_in", clk, idle_prob=self.stall, rng=self.rng)
         sink = StreamSink(dut, "result", clk, ready_prob=1.0 - self.stall, rng=self.rng)
@@ -210,8 +237,14 @@ class Testbench:
                     got = self._kv_words(j, image.shape[1])
                     board.compare(f"KV image ({name}) VAC {j}", image[j], got)
             before = (int(dut.kv_reads.value), int(dut.kv_gathers.value))
+            beats_before = [[list(c) for c in row] for row in self.kv_beats]
             took = await self._issue(clk, cmd, command, n)
             counts = (int(dut.kv_reads.value) - before[0], int(dut.kv_gathers.value) - before[1])
+            for _ in range(self.cfg.vacs):       # the last beat reaches the chain's end
+                await RisingEdge(clk)
+            per_vac = {(t, j): (self.kv_beats[t][j][0] - beats_before[t][j][0],
+                                self.kv_beats[t][j][1] - beats_before[t][j][1])
+                       for t in range(tiles) for j in range(cfg.vacs)}
             cycles.append({"command": n, "cycles": took})
             model = command_cycles(cfg.vacs, cfg.lanes, command)
             if not self.stall and model is not None:
@@ -225,10 +258,16 @@ class Testbench:
             for t in range(tiles):
                 board.compare(f"command {n} tile {t} results", want[t], values[t])
                 board.compare(f"command {n} tile {t} accumulators", want[tiles + t], accs[t])
-            if command["kv"] and command["exp"]:
+            # KV beats per command: QK reads K rows, P.V reads V (whole words in iWuR, one byte
+            # per beat gathered in the baseline); nothing else touches the KV caches.
+            want_beats = (0, 0)
+            if command["kv"]:
                 words = command["groups"] * command["beats"]
-                want_counts = (0, words * cfg.lanes) if command["gather"] else (words, 0)
-                board.compare(f"command {n} KV reads/gathers", want_counts, counts)
+                want_beats = (0, words * cfg.lanes) if command["gather"] else (words, 0)
+            if command["kv"] and command["exp"]:
+                board.compare(f"command {n} KV reads/gathers", want_beats, counts)
+            for (t, j), got in per_vac.items():
+                board.compare(f"command {n} tile {t} VAC {j} KV words/gathers", want_beats, got)
         board.result()
         if p.get("out"):
             with open(p["out"], "w") as f:
