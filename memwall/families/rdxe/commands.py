@@ -1,5 +1,12 @@
 """``memwall golden|run|model rdxe``: RMSNorm-GEMV and decode attention on your float data
-through the INT8 golden datapath or the generated tile group, and the cycle and ring models."""
+through the INT8 golden datapath or the generated tile group, and the cycle and ring models.
+
+The host quantises the float inputs as :mod:`memwall.golden.rdxe.datapath` says (*Quantisation*):
+``--weight-scale`` and ``--kv-scale`` pick the scales' granularity, ``--out-scale`` a static
+output scale (default: calibrated from the float64 answer on your inputs). The output ``.npz``
+holds the float result, its INT8 values at the output scale, the INT32 accumulators, the scale,
+the count of saturated outputs and, for per-channel weights, the datapath's INT16 values and
+the per-row scales that turn them into the result."""
 
 from __future__ import annotations
 
@@ -8,6 +15,7 @@ import argparse
 import numpy as np
 
 from memwall.command import UsageError, check_sim_cycles, output_path
+from memwall.families.rdxe.config import KV_SCALES, WEIGHT_SCALES
 from memwall.family import Command
 from memwall.files import dumps_json, write_npz_atomic
 from memwall.inputs import ArraySpec, InputError, load_npz
@@ -26,14 +34,30 @@ def _data_arguments(parser: argparse.ArgumentParser) -> None:
                              "dh) -> o = softmax(q k^T / sqrt(dh)) v")
     parser.add_argument("--inputs", required=True, help="input .npz of float arrays")
     parser.add_argument("--out", required=True,
-                        help="output .npz: the float result (y or o), its INT8 values (y_q or "
-                             "o_q) and INT32 accumulators (acc), and cycles for run")
+                        help="output .npz: the float result (y or o), its INT8 values at the "
+                             "output scale (y_q or o_q), the INT32 accumulators (acc), the "
+                             "output scale (s_y or s_o), the outputs saturated at -128/127 "
+                             "(saturated); with --weight-scale channel the datapath's INT16 "
+                             "values (y16) and per-row scales (row_scale, y = y16 * "
+                             "row_scale); cycles for run")
     parser.add_argument("--mode", choices=("fused", "sequential"), default="fused",
                         help="VRC fused with the GEMV (default) or the sequential baseline")
     parser.add_argument("--layout", choices=("iwur", "baseline"), default="iwur",
                         help="attention's V layout in the KV cache (run only changes cycles)")
     parser.add_argument("--eps", type=float, default=1e-5,
                         help="RMSNorm epsilon (default 1e-5)")
+    parser.add_argument("--weight-scale", choices=WEIGHT_SCALES, default=None,
+                        help="rmsnorm_gemv: INT8 weight scales per output row (channel, the "
+                             "default: the datapath writes INT16 with one factor for all rows "
+                             "and the host scales each row) or one per tensor (the datapath's "
+                             "own INT8 output)")
+    parser.add_argument("--kv-scale", choices=KV_SCALES, default=None,
+                        help="attention: INT8 scales of k and v per KV head (head, the "
+                             "default; q per group of query heads) or one per tensor")
+    parser.add_argument("--out-scale", type=float, default=None, metavar="S",
+                        help="static scale of the INT8 output (s_y or s_o: one LSB in the "
+                             "result's units); outputs past -128..127 saturate and are "
+                             "counted. Default: calibrated, max|float64 result| / 127")
 
 
 def _finite(name: str, a: np.ndarray, path) -> np.ndarray:
@@ -73,15 +97,29 @@ def load_op_inputs(op: str, path) -> dict[str, np.ndarray]:
     return arrays
 
 
+def _check_options(args) -> None:
+    """Options that do not fit the operation or hold no number: a usage error before any work."""
+    for option, value, op in (("--weight-scale", args.weight_scale, "rmsnorm_gemv"),
+                              ("--kv-scale", args.kv_scale, "attention")):
+        if value is not None and args.op != op:
+            raise UsageError(f"{option} applies to --op {op}, not {args.op}")
+    if args.out_scale is not None and not (np.isfinite(args.out_scale) and args.out_scale > 0):
+        raise UsageError(f"--out-scale {args.out_scale}: must be a finite number > 0")
+    if args.op == "rmsnorm_gemv" and not (np.isfinite(args.eps) and args.eps > 0):
+        raise UsageError(f"--eps {args.eps}: must be a finite number > 0")
+
+
 def _quantised(args):
     from memwall.golden.rdxe import datapath as rdxe
 
+    _check_options(args)
     arrays = load_op_inputs(args.op, args.inputs)
     if args.op == "rmsnorm_gemv":
-        if not (np.isfinite(args.eps) and args.eps > 0):
-            raise UsageError(f"--eps {args.eps}: must be a finite number > 0")
-        return rdxe.quantise_rmsnorm_gemv(arrays["x"], arrays["gamma"], arrays["w"], args.eps)
-    return rdxe.quantise_attention(arrays["q"], arrays["k"], arrays["v"])
+        return rdxe.quantise_rmsnorm_gemv(arrays["x"], arrays["gamma"], arrays["w"], args.eps,
+                                          args.weight_scale or WEIGHT_SCALES[0],
+                                          args.out_scale)
+    return rdxe.quantise_attention(arrays["q"], arrays["k"], arrays["v"],
+                                   args.kv_scale or KV_SCALES[0], args.out_scale)
 
 
 def _int8(values) -> np.ndarray:
@@ -94,22 +132,42 @@ def _int8(values) -> np.ndarray:
     return values.astype(np.int8)
 
 
-def _save(out, args, quant, values, acc, cycles=None) -> None:
+def _int16(values) -> np.ndarray:
+    values = np.asarray(values)
+    if values.size and (values.min() < -(1 << 15) or values.max() >= 1 << 15):
+        raise RuntimeError(f"INT16 outputs span {values.min()}..{values.max()}: the datapath "
+                           "did not saturate them (a bug, not an input error)")
+    return values.astype(np.int16)
+
+
+def _save(out, args, quant, values, acc, cycles=None) -> str:
+    """Writes the outputs (the --out help says what each holds); returns what to tell the user
+    about the scales and saturation."""
+    values = np.asarray(values, np.int64)
     if args.op == "rmsnorm_gemv":
-        scale = quant.s_y_fused if args.mode == "fused" else quant.s_y_seq
-        arrays = {"y": values * scale, "y_q": _int8(values)}
+        result = quant.outputs(values, args.mode)
+        arrays = {"y": result["y"], "y_q": _int8(result["y_q"]), "s_y": np.float64(quant.s_y)}
+        if quant.bits == 16:
+            arrays["y16"] = _int16(values)
+            arrays["row_scale"] = (quant.fused_row_scale if args.mode == "fused"
+                                   else quant.seq_row_scale)
+        scale, given, granularity = quant.s_y, quant.s_y_given, \
+            f"weights per {quant.weight_scale}"
     else:
-        arrays = {"o": values * quant.s_o, "o_q": _int8(values)}
+        result = quant.outputs(values)
+        arrays = {"o": result["o"], "o_q": _int8(result["o_q"]), "s_o": np.float64(quant.s_o)}
+        scale, given, granularity = quant.s_o, quant.s_o_given, f"k and v per {quant.kv_scale}"
+    arrays["saturated"] = np.int64(quant.saturated)
     arrays["acc"] = np.asarray(acc, np.int32)
     if cycles is not None:
         arrays["cycles"] = np.int64(cycles)
     write_npz_atomic(out, arrays)
-
-
-def _statics(quant, mode: str):
-    if hasattr(quant, "w_merged"):                         # rmsnorm_gemv
-        return quant.fused_static if mode == "fused" else quant.seq_out_static
-    return quant.out_static if mode == "fused" else quant.seq_out_static
+    note = (f"{granularity}; output scale {scale:.6g} ({'given' if given else 'calibrated'}); "
+            f"{quant.saturated} of {values.size} outputs saturated at -128/127")
+    if getattr(quant, "scores_saturated", 0):
+        note += (f"; {quant.scores_saturated} scores past the INT16 score range, saturated "
+                 "(the softmax of those heads is off)")
+    return note
 
 
 def golden_command(args, cfg) -> None:
@@ -117,35 +175,31 @@ def golden_command(args, cfg) -> None:
 
     out = output_path(args.out)
     quant = _quantised(args)
-    static = _statics(quant, args.mode)
     if args.op == "rmsnorm_gemv":
-        w = quant.w_merged if args.mode == "fused" else quant.w
-        r = rdxe.rmsnorm_gemv(quant.x, w, quant.eps_sum, static, args.mode, quant.g,
-                              quant.seq_norm_static)
-        values, acc = r["y"], r["acc"]
+        r = rdxe.quantised_rmsnorm_gemv(quant, args.mode)
     else:
-        r = rdxe.attention(quant.q, quant.k, quant.v, quant.score_rc, static, args.mode)
-        values, acc = r["o"], r["acc"]
-    _save(out, args, quant, np.asarray(values, np.int64), acc)
-    print(f"memwall: wrote {out} ({args.op}, {args.mode}, golden INT8 datapath)")
+        r = rdxe.quantised_attention(quant, args.mode)
+    note = _save(out, args, quant, r["values"], r["acc"])
+    print(f"memwall: wrote {out} ({args.op}, {args.mode}, golden INT8 datapath; {note})")
 
 
 def run_command(args, cfg) -> None:
     from memwall.golden.rdxe.cycles import command_cycles
-    from memwall.hdl.rdxe.program import ShapeError, plan_attention, plan_rmsnorm_gemv
+    from memwall.hdl.rdxe.program import ShapeError, plan_rmsnorm_gemv
     from memwall.verif.rdxe.run import run_program
 
     out = output_path(args.out)
     quant = _quantised(args)
-    static = _statics(quant, args.mode)
     try:
         if args.op == "rmsnorm_gemv":
-            w = quant.w_merged if args.mode == "fused" else quant.w
-            prog, assemble = plan_rmsnorm_gemv(cfg, quant.x, w, quant.eps_sum, static,
+            prog, assemble = plan_rmsnorm_gemv(cfg, quant.x, quant.weights(args.mode),
+                                               quant.eps_sum, quant.out_static(args.mode),
                                                args.mode, quant.g, quant.seq_norm_static)
+            # Program.rmsnorm_gemv has no width argument: the command's narrow field is the
+            # VAC chain's output width (0: INT16, per-channel weights).
+            prog.commands[-1]["narrow"] = int(quant.bits == 8)
         else:
-            prog, assemble = plan_attention(cfg, quant.q, quant.k, quant.v, quant.score_rc,
-                                            static, args.mode, args.layout)
+            prog, assemble = _plan_attention_per_head(cfg, quant, args.mode, args.layout)
     except ShapeError as exc:
         raise InputError(f"--inputs {args.inputs}: {exc} (config {cfg.name})") from None
     estimate = sum(command_cycles(cfg.vacs, cfg.lanes, c) or 0 for c in prog.commands) \
@@ -154,9 +208,33 @@ def run_command(args, cfg) -> None:
     results = run_program(prog, sim=args.sim)
     values, acc = assemble(results)
     cycles = sum(r["cycles"] for r in results)
-    _save(out, args, quant, values, acc, cycles)
+    note = _save(out, args, quant, values, acc, cycles)
     print(f"memwall: wrote {out} ({args.op}, {args.mode}, {cycles} cycles on the RTL, loads "
-          "included)")
+          f"included; {note})")
+
+
+def _plan_attention_per_head(cfg, quant, mode: str, layout: str):
+    """:func:`plan_attention` once per KV head (its query heads, its factors), the programs
+    run back to back: the same commands plan_attention issues for all heads, each KV head with
+    its own score and output factors. Returns the program and ``assemble(results)``."""
+    from memwall.hdl.rdxe.program import Program, plan_attention
+
+    kv_heads = quant.k.shape[1]
+    group = quant.q.shape[0] // kv_heads
+    statics = quant.statics(mode)
+    merged, parts = Program(cfg), []
+    for h in range(kv_heads):
+        prog, assemble = plan_attention(cfg, quant.q[h * group:(h + 1) * group],
+                                        quant.k[:, h:h + 1], quant.v[:, h:h + 1],
+                                        quant.score_rcs[h], statics[h], mode, layout)
+        parts.append((len(merged.commands), len(prog.commands), assemble))
+        merged.commands += prog.commands
+        merged.data += prog.data
+
+    def assemble_all(results):
+        done = [assemble(results[start:start + count]) for start, count, assemble in parts]
+        return (np.concatenate([o for o, _ in done]), np.concatenate([a for _, a in done]))
+    return merged, assemble_all
 
 
 def _model_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,13 +17,17 @@ from typing import ClassVar
 
 from memwall.config import ConfigError, UnitConfig, field, int_range, number_range, power_of_two
 
-__all__ = ["RdxeConfig", "MAX_TOKENS", "LAYOUTS", "peak_ops_per_cycle", "v_base",
-           "kv_words_needed"]
+__all__ = ["RdxeConfig", "MAX_TOKENS", "LAYOUTS", "WEIGHT_SCALES", "KV_SCALES",
+           "peak_ops_per_cycle", "v_base", "kv_words_needed"]
 
 #: Most tokens of one attention (INT32 holds ``sum e_t v_t <= 2**12 * 127 * t``).
 MAX_TOKENS = 4096
 #: KV cache layouts (:mod:`memwall.golden.rdxe.layout`).
 LAYOUTS = ("iwur", "baseline")
+#: Host-side INT8 scale granularities (:mod:`memwall.golden.rdxe.datapath`, *Quantisation*), the
+#: per-slice one first (the default): RMSNorm-GEMV's weights, attention's k and v.
+WEIGHT_SCALES = ("channel", "tensor")
+KV_SCALES = ("head", "tensor")
 
 
 def peak_ops_per_cycle(dxts: int, vacs: int, lanes: int) -> int:
