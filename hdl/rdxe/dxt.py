@@ -158,6 +158,8 @@ class Dxt(wiring.Component):
         a_rd = abuf.read_port(transparent_for=())
         g_rd = abuf.read_port(transparent_for=())
         m.d.comb += [a_rd.addr.eq(c.a_addr), g_rd.addr.eq(c.g_addr)]
+        if self.sequential:    # the gain is read only for stage B's x*g normalisation
+            m.d.comb += g_rd.en.eq(c.norm == NORM_XG)
         score_words = cfg.max_tokens // lanes
         m.submodules.sbuf = sbuf = memory.Memory(shape=16 * lanes, depth=score_words, init=[])
         s_wr = sbuf.write_port(granularity=16)
@@ -168,7 +170,9 @@ class Dxt(wiring.Component):
                                                      init=[])
             f_wr = fbuf.write_port()
             f_rd = fbuf.read_port(transparent_for=())
-            m.d.comb += f_rd.addr.eq(c.f_addr)
+            # Read only for a beat that takes its operand from fbuf (stage B's XSEL_FBUF): an
+            # always-enabled port accessed the macro every cycle, idle or not.
+            m.d.comb += [f_rd.addr.eq(c.f_addr), f_rd.en.eq(c.xsel == XSEL_FBUF)]
 
         # --- stage B: the beat ---------------------------------------------------------------
         b = Signal.like(c, name="ctrl_b")
