@@ -25,7 +25,7 @@ from memwall.hdl.common.netlist import unique_submodule
 from memwall.hdl.common.pipeline import delay, with_stages
 from memwall.hdl.common.structural import Netlist, Structural
 
-__all__ = ["ReduceOp", "ReductionNode", "ReductionLeafPair", "CountSplit", "ReductionTree",
+__all__ = ["ReduceOp", "ReductionNode", "ReductionLeafPair", "LaneMask", "ReductionTree",
            "ReductionAccumulator", "ReductionUnit", "reduction_tree", "reduce_cmd_layout",
            "RESULT_LAYOUT", "BF16_NEG_INF"]
 
@@ -105,7 +105,7 @@ class ReductionNode(wiring.Component):
 
 
 class ReductionLeafPair(wiring.Component):
-    """The leaves: two BF16 lanes (lane 1 valid if ``count`` >= 2), merged like a node.
+    """The leaves: two BF16 lanes, each with its ``valid`` bit, merged like a node.
 
     BF16 widens to FP32 exactly; an invalid lane contributes +0 to the sum.
     """
@@ -113,18 +113,18 @@ class ReductionLeafPair(wiring.Component):
     def __init__(self, stages: int = 0):
         self.stages = stages
         self.params = with_stages({}, stages)
-        super().__init__({"data": In(data.ArrayLayout(16, 2)), "count": In(range(3)),
+        super().__init__({"data": In(data.ArrayLayout(16, 2)), "valid": In(2),
                           "load": In(tree_latency(1, stages)), **_tree_outputs(1)})
 
     def elaborate(self, platform):
         m = Module()
-        valid = (self.count >= 1, self.count >= 2)
+        valid = (self.valid[0], self.valid[1])
         sides = [{"value": self.data[n], "valid": valid[n], "index": Const(0, 0),
                   "sum": Mux(valid[n], Cat(Const(0, 16), self.data[n]), 0)} for n in range(2)]
         load = self.load
         if self.stages:
-            # Pipelined adders start from registers: the count's split down the tree and
-            # the masking get a cycle of their own.
+            # Pipelined adders start from registers: the valid mask's decode and the
+            # masking get a cycle of their own.
             sides = [{key: _register(m, value, f"in{n}_{key}", load[0])
                       for key, value in side.items()} for n, side in enumerate(sides)]
             load = load[1:]
@@ -142,29 +142,30 @@ def _register(m: Module, value, name: str, load):
     return reg
 
 
-class CountSplit(wiring.Component):
-    """Valid-lane count of an n-lane tree -> counts of its halves: min(c, n/2), max(c - n/2, 0)."""
+class LaneMask(wiring.Component):
+    """Valid-lane count -> one valid bit per lane: ``valid[i] = count > i``.
+
+    Every bit compares the count with a constant, side by side. Splitting the count level by
+    level down the tree instead (min(c, n/2), max(c - n/2, 0) per node) chains a subtract and
+    a compare per level: on dplena512 the nine levels missed 1 GHz by 200 ps.
+    """
 
     def __init__(self, lanes: int):
         self.lanes = lanes
         self.params = {"lanes": lanes}
-        half = range(lanes // 2 + 1)
-        super().__init__({"count": In(range(lanes + 1)), "left": Out(half), "right": Out(half)})
+        super().__init__({"count": In(range(lanes + 1)), "valid": Out(lanes)})
 
     def elaborate(self, platform):
         m = Module()
-        half = self.lanes // 2
-        upper = self.count >= half
-        m.d.comb += [self.left.eq(Mux(upper, half, self.count)),
-                     self.right.eq(Mux(upper, self.count - half, 0))]
+        m.d.comb += self.valid.eq(Cat(self.count > lane for lane in range(self.lanes)))
         return m
 
 
 class ReductionTree(Structural, wiring.Component):
     """Pipelined pairwise tree over ``lanes`` >= 4 BF16 inputs: (max, its index) and FP32 sum.
 
-    Lanes ``count`` and above are invalid: they never win the max and add ``+0`` to the sum.
-    ``count`` is split per level rather than decoded into a VLEN-bit valid mask.
+    A lane whose ``valid`` bit is clear never wins the max and adds ``+0`` to the sum
+    (:class:`LaneMask` makes the bits of a count of valid lanes).
 
     Parameters
     ----------
@@ -177,8 +178,8 @@ class ReductionTree(Structural, wiring.Component):
     ----------
     data : In(ArrayLayout(16, lanes))
         BF16 lane values.
-    count : In(range(lanes + 1))
-        Valid lanes: ``0 .. count-1``.
+    valid : In(lanes)
+        One bit per lane.
     load : In(tree_latency(log2(lanes), stages))
         Stage enables: the leaves' input register when ``stages > 0``, then ``stages + 1``
         per tree level (level 0 = the leaf pairs).
@@ -194,7 +195,7 @@ class ReductionTree(Structural, wiring.Component):
         self.lanes, self.stages = lanes, stages
         self.levels = exact_log2(lanes)
         self.params = with_stages({"lanes": lanes}, stages)
-        super().__init__({"data": In(data.ArrayLayout(16, lanes)), "count": In(range(lanes + 1)),
+        super().__init__({"data": In(data.ArrayLayout(16, lanes)), "valid": In(lanes),
                           "load": In(tree_latency(self.levels, stages)),
                           **_tree_outputs(self.levels)})
 
@@ -203,15 +204,13 @@ class ReductionTree(Structural, wiring.Component):
         half, sub_levels = self.lanes // 2, self.levels - 1
         sub_latency = tree_latency(sub_levels, self.stages)
         data, load = netlist.net(io.data), netlist.net(io.load)
-        split = netlist.instance("split", CountSplit(self.lanes))
-        netlist.connect(io.count, split.count)
+        valid = netlist.net(io.valid)
         subtrees = [netlist.instance(side, reduction_tree(half, self.stages))
                     for side in ("left", "right")]
         node = netlist.instance("node", ReductionNode(sub_levels, self.stages))
-        for n, (sub, count, side) in enumerate(zip(subtrees, (split.left, split.right), "lr",
-                                                   strict=True)):
+        for n, (sub, side) in enumerate(zip(subtrees, "lr", strict=True)):
             netlist.bind(sub.data, data[n * half * 16:(n + 1) * half * 16])
-            netlist.connect(count, sub.count)
+            netlist.bind(sub.valid, valid[n * half:(n + 1) * half])
             netlist.bind(sub.load, load[:sub_latency])
             for out, into in _NODE_INPUTS.items():
                 netlist.connect(sub[out], node[f"{side}_{into}"])
@@ -467,6 +466,7 @@ class ReductionUnit(Structural, wiring.Component):
         cmd = reduce_cmd_layout(self.vlen)
         latency = tree_latency(exact_log2(self.vlen), self.stages)
         control = netlist.instance("control", LockstepControl(cmd, latency=latency))
+        mask = netlist.instance("mask", LaneMask(self.vlen))
         tree = netlist.instance("tree", reduction_tree(self.vlen, self.stages))
         accumulator = netlist.instance("accumulator",
                                        ReductionAccumulator(self.vlen, self.stages))
@@ -474,9 +474,10 @@ class ReductionUnit(Structural, wiring.Component):
         netlist.connect(control.o, accumulator.chunk)
         netlist.connect(control.load, tree.load)
         netlist.connect(io.data, tree.data)
-        count = cmd["count"]   # the tree sees the count of the chunk entering it
-        netlist.bind(tree.count,
+        count = cmd["count"]   # the tree sees the valid lanes of the chunk entering it
+        netlist.bind(mask.count,
                      netlist.net(io.i.payload)[count.offset:count.offset + count.width])
+        netlist.connect(mask.valid, tree.valid)
         for name in _NODE_INPUTS:
             netlist.connect(tree[name], accumulator[name])
         netlist.connect(accumulator.o, io.o)

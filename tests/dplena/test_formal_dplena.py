@@ -70,6 +70,7 @@ def test_fast_proofs_hold(name, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.tool
 @pytest.mark.parametrize("name", SLOW)
 def test_slow_proofs_hold(name, tmp_path):
     result = run_property(_prop(name), tmp_path / name)
@@ -229,21 +230,25 @@ def _broken_sequencer(monkeypatch, tmp_path, datapath, check: str, depth: int) -
 
 
 @pytest.mark.slow
+@pytest.mark.tool
 def test_prefetch_refutes_an_h_wait_that_does_not_wait(monkeypatch, tmp_path):
     _fails_with_trace(_broken_sequencer(monkeypatch, tmp_path, WaitsForNothing, "prefetch", 10))
 
 
 @pytest.mark.slow
+@pytest.mark.tool
 def test_retire_refutes_an_h_wait_that_does_not_wait(monkeypatch, tmp_path):
     _fails_with_trace(_broken_sequencer(monkeypatch, tmp_path, WaitsForNothing, "retire", 10))
 
 
 @pytest.mark.slow
+@pytest.mark.tool
 def test_retire_refutes_a_reduction_that_does_not_wait_for_its_result(monkeypatch, tmp_path):
     _fails_with_trace(_broken_sequencer(monkeypatch, tmp_path, ReducesEarly, "retire", 10))
 
 
 @pytest.mark.slow
+@pytest.mark.tool
 def test_streams_refute_a_reduction_that_leaves_its_result_owed(monkeypatch, tmp_path):
     """The streams property holds only while a reduction result is owed to the V_RED waiting
     for it (so no chunk is offered to a unit that may be folding): leaving early breaks it."""

@@ -245,10 +245,11 @@ def properties(cfg) -> list[Property]:
             "dplena_reduction_tree_first_max",
             lambda: ReductionTreeHarness(tree_lanes, st.add_fp32),
             f"reduction tree of {tree_lanes} lanes with {name}'s {st.add_fp32}-stage FP32 "
-            "adders (leaf pairs, count split and node: every module kind of the "
+            "adders (leaf pairs and node: every module kind of the "
             f"{cfg.vlen}-lane tree, which is the same recursion over more levels, not proved "
             "here), every stage loading each cycle: the result leaving it is the first maximum of "
-            "the chunk that entered latency cycles before: valid iff count > 0, its value is "
+            "the chunk that entered latency cycles before, its lanes below count valid (the "
+            "unit's lane mask): valid iff count > 0, its value is "
             "that lane's BF16 bits, no lane below count has a greater bf16_key (NaN largest, "
             "+0 == -0) and every lane before its index a smaller one, so the lowest index "
             "wins ties. Data free, count <= lanes. The adders are cut (their sums free: the "

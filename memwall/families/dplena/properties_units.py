@@ -115,7 +115,8 @@ class ReductionTreeHarness(Elaboratable):
     unit's lockstep control runs it when nothing stalls (a stall holds every stage): the
     ``max_value``, ``max_valid`` and ``max_index`` that leave it ``latency`` cycles after a chunk
     entered are that chunk's first maximum (:func:`first_max`) over its lanes ``0 .. count-1``;
-    ``data`` free, ``count`` at most ``lanes`` (the unit's contract). The harness delays each
+    ``data`` free, ``count`` at most ``lanes`` (the unit's contract), its lanes valid as the
+    unit's :class:`~memwall.hdl.dplena.reduction.LaneMask` marks them. The harness delays each
     chunk as long as the tree does, so the pipeline is flushed within ``latency`` cycles and
     k-induction at a depth above that closes. ``ties="last"`` expects the wrong tie rule (a
     negative control)."""
@@ -133,10 +134,12 @@ class ReductionTreeHarness(Elaboratable):
         lanes = self.lanes
         latency = tree_latency(exact_log2(lanes), self.stages)
         m.submodules.dut = tree = reduction_tree(lanes, self.stages)
+        count = Signal(range(lanes + 1), name="count")
         m.d.comb += [tree.load.eq(-1), tree.data.eq(AnySeq(16 * lanes)),
-                     tree.count.eq(AnySeq(len(tree.count)))]
-        m.d.comb += Assume(tree.count <= lanes)
-        data, count = Value.cast(tree.data), tree.count
+                     count.eq(AnySeq(len(count))),
+                     tree.valid.eq(Cat(count > lane for lane in range(lanes)))]
+        m.d.comb += Assume(count <= lanes)
+        data = Value.cast(tree.data)
         for stage in range(latency):
             data_q = Signal(16 * lanes, name=f"data{stage}", reset_less=True)
             count_q = Signal.like(count, name=f"count{stage}", reset_less=True)
