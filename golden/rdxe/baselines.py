@@ -3,8 +3,9 @@
 The rDXE paper (rdxe-edge-slm-decoder-vrc-iwur) compares its VRC and its iWuR KV cache with
 baselines it describes only in words. The RTL builds its own baselines (a sequential VRC mode
 and a row-by-row V layout, both exact in :mod:`memwall.golden.rdxe.cycles`); they differ from
-the paper's descriptions, so :mod:`memwall.golden.rdxe.model` offers each baseline as a named
-option: ``"paper"`` (these models, the default) and ``"rtl"`` (the hardware's own mode).
+the paper's descriptions, so :func:`memwall.golden.rdxe.layer.layer_cycles` takes each baseline
+as a named option (:data:`BASELINE_OPTIONS`): ``"paper"`` (these models, the default), ``"rtl"``
+(the hardware's own mode) and, for the KV cache, ``"word"`` (the second reading below).
 
 **Unfused VRC, the paper's reading** (:class:`UnfusedVrc`). Sec. III-B: "conventional
 accelerators execute nonlinear operations sequentially with linear MAC processing", and VRC
@@ -31,19 +32,30 @@ x_hat and p (the chip's precision, Fig. 6); 2 bytes for scores and exponentials 
 ``SCORE_BITS`` and ``NORM_BITS``, 16). The statistics-to-RC latency is the RTL's:
 ``4 + NR_LATENCY`` (:mod:`memwall.golden.rdxe.cycles`).
 
-**KV cache without iWuR, the paper's reading** (:class:`KvBaseline`). Sec. III-C: "iWuR
-improves utilisation by up to 25 % over baseline" (KV cache read bandwidth: "mitigates
-underutilization of KV$ bandwidth"). iWuR's own read efficiency is 1 (every KV read is a full
-word of useful bytes: K row by row, V column by column, :mod:`memwall.golden.rdxe.layout`), so
-the baseline's is ``u`` with ``u * 1.25 = 1``: ``read_efficiency = 0.8``
-(:data:`BASELINE_READ_EFFICIENCY`). (Read as 25 percentage points instead it is 0.75; the
-report shows both.) A KV-reading MAC command then needs ``ceil(beats / 0.8)`` beats per group
-where iWuR needs ``beats``; applied to QK's K and P.V's V reads alike. Its write side: each VAC
-keeps the K and V outputs it computed, one word per VAC per vector (``ceil(dh / (vacs *
-lanes))`` cycles, all VACs at once: VAC ``j``'s share of a token fits one word, as the config
-checks), where iWuR broadcasts each K output over the GBUS to its owner VAC with byte writes
-(Sec. III-C). iWuR's side is the RTL's: the K/V write-back command,
-:func:`~memwall.golden.rdxe.cycles.kv_write_cycles`, for K and for V.
+**KV cache without iWuR, two readings** (:class:`KvBaseline`). Sec. III-C: "iWuR improves
+utilisation by up to 25 % over baseline" (KV cache read bandwidth: "mitigates underutilization of
+KV$ bandwidth"). iWuR's own read efficiency is 1 (every KV read is a full word of useful bytes:
+K row by row, V column by column, :mod:`memwall.golden.rdxe.layout`). A baseline's read
+efficiency and its write cost follow from one layout, so each reading names both:
+
+* ``"paper"`` (:data:`PAPER_KV`, ``layout="packed"``): '+25 % utilisation' taken as the read
+  efficiency ``u`` with ``u * 1.25 = 1``, ``read_efficiency = 0.8``
+  (:data:`BASELINE_READ_EFFICIENCY`; read as 25 percentage points it is 0.75, the report shows
+  both). A word of one token from one VAC holds only its ``ceil(dh / vacs)`` bytes, so words
+  80 % useful gather bytes of several tokens or VACs: byte writes, as iWuR's are. The
+  layout is charged iWuR's own K/V write-back command (the RTL's,
+  :func:`~memwall.golden.rdxe.cycles.kv_write_cycles`, for K and for V) and differs from
+  iWuR only in its reads. A KV-reading MAC command needs
+  ``ceil(beats / 0.8)`` beats per group where iWuR needs ``beats``, for QK's K and P.V's V reads
+  alike; the layer can then gain at most ``1 / 0.8`` from iWuR.
+* ``"word"`` (:data:`WORD_KV`, ``layout="word"``): each VAC keeps the K and V outputs it computed,
+  its ``ceil(dh / vacs)`` bytes of a token as whole words (``ceil(ceil(dh / vacs) / lanes)``
+  write cycles, all VACs at once: the cheap write iWuR replaces; for V it is the RTL's baseline
+  V layout). A read then holds ``ceil(dh / vacs)`` useful bytes of ``lanes``
+  (:func:`word_read_efficiency`: 4 / 16 = 0.25 for heads of 64 on 16 VACs of 16 lanes), and a
+  MAC command uses every one of them (the RTL's baseline P.V uses one).
+
+iWuR's side is the RTL's: the K/V write-back command for K and for V, and whole-word reads.
 """
 
 from __future__ import annotations
@@ -51,13 +63,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from memwall.golden.rdxe.cycles import NR_LATENCY
+from memwall.golden.rdxe.cycles import NR_LATENCY, kv_write_cycles
 
 __all__ = ["PAPER_NONLINEAR_SPEEDUP", "PAPER_LAYER_SPEEDUP", "implied_nonlinear_share",
-           "GBUS_BYTES", "INT8_BYTES", "SCORE_BYTES", "UnfusedVrc", "PAPER_VRC",
-           "PAPER_IWUR_SPEEDUP", "IWUR_UTILISATION_GAIN", "BASELINE_READ_EFFICIENCY",
-           "BASELINE_READ_EFFICIENCY_POINTS",
-           "KvBaseline", "PAPER_KV", "BASELINE_OPTIONS"]
+           "exposed_nonlinear_share", "GBUS_BYTES", "INT8_BYTES", "SCORE_BYTES", "UnfusedVrc",
+           "PAPER_VRC", "PAPER_IWUR_SPEEDUP", "IWUR_UTILISATION_GAIN",
+           "BASELINE_READ_EFFICIENCY", "BASELINE_READ_EFFICIENCY_POINTS", "KV_LAYOUTS",
+           "word_read_efficiency", "KvBaseline", "PAPER_KV", "WORD_KV", "BASELINE_OPTIONS"]
 
 #: Sec. III-B and the abstract: "up to 4.66x latency reduction for the non-linear operations
 #: alone" and "up to 1.31x" end-to-end on one OPT-350M layer.
@@ -79,9 +91,9 @@ IWUR_UTILISATION_GAIN = 1.25
 BASELINE_READ_EFFICIENCY = 1 / IWUR_UTILISATION_GAIN
 #: The other reading of "+25 %", as percentage points below iWuR's 1 (the sensitivity).
 BASELINE_READ_EFFICIENCY_POINTS = 1 - (IWUR_UTILISATION_GAIN - 1)
-
-#: The named options of every baseline in :mod:`memwall.golden.rdxe.model`.
-BASELINE_OPTIONS = ("paper", "rtl")
+#: Layouts of a KV baseline (:class:`KvBaseline`): bytes packed into words by byte writes, or
+#: each VAC's outputs written as whole words.
+KV_LAYOUTS = ("packed", "word")
 
 
 def implied_nonlinear_share(layer: float = PAPER_LAYER_SPEEDUP,
@@ -90,6 +102,14 @@ def implied_nonlinear_share(layer: float = PAPER_LAYER_SPEEDUP,
     up by ``nonlinear`` and the layer by ``layer``: ``1 / (1 - f + f / nonlinear) = layer``
     (0.301 for the paper's 1.31x and 4.66x)."""
     return (1 - 1 / layer) / (1 - 1 / nonlinear)
+
+
+def exposed_nonlinear_share(layer: float = PAPER_LAYER_SPEEDUP,
+                            nonlinear: float = PAPER_NONLINEAR_SPEEDUP) -> float:
+    """Share of the fused layer that is non-linear, on the same premise:
+    ``f / nonlinear / (1 - f + f / nonlinear)`` (0.085 for the paper's figures)."""
+    f = implied_nonlinear_share(layer, nonlinear)
+    return f / nonlinear / (1 - f + f / nonlinear)
 
 
 @dataclass(frozen=True)
@@ -125,26 +145,54 @@ class UnfusedVrc:
                 + self._read_back(t, INT8_BYTES))
 
 
+def word_read_efficiency(dh: int, vacs: int, lanes: int) -> float:
+    """Useful bytes of a KV read when each VAC keeps its own ``ceil(dh / vacs)`` bytes of a token
+    as whole words of ``lanes`` bytes: those bytes over the words' bytes."""
+    share = math.ceil(dh / vacs)
+    return share / (math.ceil(share / lanes) * lanes)
+
+
 @dataclass(frozen=True)
 class KvBaseline:
-    """The paper's reading of a KV cache without iWuR: KV reads at ``read_efficiency`` of
-    iWuR's, each VAC writing its own outputs as whole words (see the module docstring)."""
+    """A KV cache without iWuR (see the module docstring). ``layout="packed"``: reads at
+    ``read_efficiency`` of iWuR's, writes with iWuR's K/V write-back command; ``layout="word"``:
+    each VAC writes its own outputs as whole words and reads at the efficiency that gives
+    (``read_efficiency`` None: it follows from the layout)."""
 
-    read_efficiency: float = BASELINE_READ_EFFICIENCY
+    read_efficiency: float | None = BASELINE_READ_EFFICIENCY
+    layout: str = "packed"
 
     def __post_init__(self):
-        if not 0 < self.read_efficiency <= 1:
+        if self.layout not in KV_LAYOUTS:
+            raise ValueError(f"layout must be one of {', '.join(KV_LAYOUTS)}, got {self.layout!r}")
+        if self.layout == "word":
+            if self.read_efficiency is not None:
+                raise ValueError("read_efficiency must be None with layout 'word': it follows "
+                                 "from the layout (word_read_efficiency)")
+        elif self.read_efficiency is None or not 0 < self.read_efficiency <= 1:
             raise ValueError(f"read_efficiency must be in (0, 1], got {self.read_efficiency}")
 
-    def read_beats(self, beats: int) -> int:
-        """Beats a KV-reading group needs where iWuR needs ``beats``."""
-        return math.ceil(beats / self.read_efficiency - 1e-9)
+    def efficiency(self, dh: int, vacs: int, lanes: int) -> float:
+        """Useful bytes per KV read, over iWuR's (1), for heads of ``dh``."""
+        if self.layout == "word":
+            return word_read_efficiency(dh, vacs, lanes)
+        return self.read_efficiency
 
-    @staticmethod
-    def write_cycles(dh: int, vacs: int, lanes: int) -> int:
-        """Cycles to write one token's K (or V) of one head: a word per VAC, in parallel."""
-        return math.ceil(dh / (vacs * lanes))
+    def read_beats(self, beats: int, dh: int, vacs: int, lanes: int) -> int:
+        """Beats a KV-reading group needs where iWuR needs ``beats``."""
+        return math.ceil(beats / self.efficiency(dh, vacs, lanes) - 1e-9)
+
+    def write_cycles(self, dh: int, vacs: int, lanes: int) -> int:
+        """Cycles to write one token's K (or V) of one head."""
+        if self.layout == "word":                 # a word per VAC share, all VACs at once
+            return math.ceil(math.ceil(dh / vacs) / lanes)
+        return kv_write_cycles(dh)                # byte writes: iWuR's own command
 
 
 PAPER_VRC = UnfusedVrc()
 PAPER_KV = KvBaseline()
+WORD_KV = KvBaseline(None, "word")
+#: The named options of each baseline of :func:`memwall.golden.rdxe.layer.layer_cycles`
+#: (``vrc_baseline``, ``kv_baseline``): the model, or None for the RTL's own commands.
+BASELINE_OPTIONS = {"vrc_baseline": {"paper": PAPER_VRC, "rtl": None},
+                    "kv_baseline": {"paper": PAPER_KV, "word": WORD_KV, "rtl": None}}

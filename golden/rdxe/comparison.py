@@ -1,15 +1,16 @@
 """The figures ``reports/rdxe`` puts beside the paper's, each with its definition.
 
-:func:`evaluate` runs :mod:`memwall.golden.rdxe.layer` with each baseline's two named options
-(``"paper"``, the paper's reading, and ``"rtl"``, our hardware's own mode), the sensitivity of
-the paper-reading baselines to their assumed constants, every operation's MAC efficiency, the
-GQA capacity measured on the KV images (:func:`memwall.golden.rdxe.layout.kv_footprint`), and
-the ring against padded batching in MAC utilisation under arrival gaps. Deterministic.
+:func:`evaluate` runs :mod:`memwall.golden.rdxe.layer` with each baseline's named options
+(:data:`~memwall.golden.rdxe.baselines.BASELINE_OPTIONS`: ``"paper"``, the paper's reading;
+for the KV cache also ``"word"``, a word-per-VAC layout; ``"rtl"``, our hardware's own mode),
+the sensitivity of the paper-reading baselines to their assumed constants, every operation's
+MAC efficiency, the GQA capacity measured on the KV images
+(:func:`memwall.golden.rdxe.layout.kv_footprint`), and the ring against padded batching in MAC
+utilisation under arrival gaps, the model's layers split over the DXEs
+(:func:`~memwall.golden.rdxe.serving.layer_split`). Deterministic.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -22,9 +23,19 @@ from memwall.golden.rdxe.layer import (
     peak_macs_per_cycle,
 )
 from memwall.golden.rdxe.layout import LAYOUTS, kv_footprint
-from memwall.golden.rdxe.serving import padded_utilisation, requests, serve
+from memwall.golden.rdxe.serving import (
+    GAP,
+    OUTPUT,
+    PROMPT,
+    layer_balance,
+    layer_split,
+    padded_utilisation,
+    requests,
+    serve,
+)
 
-__all__ = ["CONTEXTS", "GQA_TOKENS", "GQA_GROUPS", "LOADS", "LOAD", "evaluate", "format_report"]
+__all__ = ["CONTEXTS", "GQA_TOKENS", "GQA_GROUPS", "LOADS", "LOAD", "BATCHES", "evaluate",
+           "format_report"]
 
 CONTEXTS = (128, 512, 1024)
 #: Tokens of the GQA measurement: not a whole number of KV words (16 tokens), so words the
@@ -82,9 +93,9 @@ def _attention(layer: dict) -> int:
 
 
 def _efficiency_for(cfg, shape, t: int, speedup: float) -> float:
-    """The baseline read efficiency at which the layer speed-up of iWuR is ``speedup``
-    (bisection; the speed-up falls as the efficiency rises). 0 if even the worst reading
-    (1/16 of a word) does not reach it."""
+    """The read efficiency of a packed baseline (iWuR's writes, :class:`~.baselines.KvBaseline`)
+    at which the layer speed-up of iWuR is ``speedup`` (bisection; the speed-up falls as the
+    efficiency rises). 0 if even the worst reading (one byte of a word) does not reach it."""
     iwur = layer_cycles(cfg, shape, t, "fused")["total"]
 
     def gain(e):
@@ -100,25 +111,27 @@ def _efficiency_for(cfg, shape, t: int, speedup: float) -> float:
     return lo
 
 
+#: The KV baselines of the iWuR comparison, by the suffix of their keys: the named options.
+KV_READINGS = {"": "paper", "_word": "word", "_rtl": "rtl"}
+
+
 def _iwur(cfg) -> tuple[list, list, list]:
     rows = []
     for shape in MODELS.values():
         for t in CONTEXTS:
             iwur = layer_cycles(cfg, shape, t, "fused")
-            base = layer_cycles(cfg, shape, t, "fused", "baseline")
-            rtl = layer_cycles(cfg, shape, t, "fused", "baseline", kv_baseline="rtl")
-            rows.append({
-                "model": shape.name, "tokens": t, "iwur_layer": iwur["total"],
-                "baseline_layer": base["total"], "baseline_layer_rtl": rtl["total"],
-                "iwur_attention": _attention(iwur), "baseline_attention": _attention(base),
-                "baseline_attention_rtl": _attention(rtl),
-                "iwur_kv_write": iwur["ops"]["kv_write"],
-                "baseline_kv_write": base["ops"]["kv_write"],
-                "baseline_kv_write_rtl": rtl["ops"]["kv_write"],
-                "layer_speedup": base["total"] / iwur["total"],
-                "layer_speedup_rtl": rtl["total"] / iwur["total"],
-                "attention_speedup": _attention(base) / _attention(iwur),
-                "attention_speedup_rtl": _attention(rtl) / _attention(iwur)})
+            row = {"model": shape.name, "tokens": t, "iwur_layer": iwur["total"],
+                   "iwur_attention": _attention(iwur), "iwur_kv_write": iwur["ops"]["kv_write"],
+                   "word_read_efficiency": bl.word_read_efficiency(shape.head_dim, cfg.vacs,
+                                                                   cfg.lanes)}
+            for suffix, option in KV_READINGS.items():
+                base = layer_cycles(cfg, shape, t, "fused", "baseline", kv_baseline=option)
+                row.update({f"baseline_layer{suffix}": base["total"],
+                            f"baseline_attention{suffix}": _attention(base),
+                            f"baseline_kv_write{suffix}": base["ops"]["kv_write"],
+                            f"layer_speedup{suffix}": base["total"] / iwur["total"],
+                            f"attention_speedup{suffix}": _attention(base) / _attention(iwur)})
+            rows.append(row)
     sweep = []
     for efficiency in (bl.BASELINE_READ_EFFICIENCY, bl.BASELINE_READ_EFFICIENCY_POINTS):
         kv = bl.KvBaseline(efficiency)
@@ -170,24 +183,23 @@ def _gqa(cfg) -> list:
     return rows
 
 
-def _stage(cfg, shape, layers: int, most: int) -> tuple[list, list]:
-    """One DXE's cycles and useful MACs for a token at each context ``0 .. most``."""
-    cycles = [0] + [layers * layer_cycles(cfg, shape, c)["total"] for c in range(1, most + 1)]
-    macs = [0] + [layers * sum(layer_macs(shape, c).values()) for c in range(1, most + 1)]
+def _stage(cfg, shape, most: int) -> tuple[list, list]:
+    """One layer's cycles and useful MACs for a token at each context ``0 .. most``."""
+    cycles = [0] + [layer_cycles(cfg, shape, c)["total"] for c in range(1, most + 1)]
+    macs = [0] + [sum(layer_macs(shape, c).values()) for c in range(1, most + 1)]
     return cycles, macs
 
 
 def _ring(cfg, seed: int, count: int) -> tuple[dict, list]:
     shape = MODELS["mt5-small"]
-    layers = math.ceil(shape.layers / cfg.dxes)
+    split = layer_split(shape.layers, cfg.dxes)
     reqs = requests(count, seed)
     # Padded batches reach the longest prompt plus the longest output.
-    cycles, macs = _stage(cfg, shape, layers, max(p for _, p, _ in reqs)
-                          + max(o for _, _, o in reqs))
-    # Offered load: a request's tokens at one ring step each (a step at the workload's mean
-    # token context) over the mean arrival gap.
+    cycles, macs = _stage(cfg, shape, max(p for _, p, _ in reqs) + max(o for _, _, o in reqs))
+    # Offered load: a request's tokens at one ring step each (a step of the slowest DXE at the
+    # workload's mean token context) over the mean arrival gap.
     contexts = np.concatenate([np.arange(1, p + o + 1) for _, p, o in reqs])
-    step = cycles[int(round(contexts.mean()))]
+    step = max(split) * cycles[int(round(contexts.mean()))]
     service = float(np.mean([p + o for _, p, o in reqs])) * step
     mean_gap = reqs[-1][0] / len(reqs)             # seeded gaps, in their own units
     peak, ms = peak_macs_per_cycle(cfg), 1e3 * cfg.clock_mhz
@@ -195,7 +207,7 @@ def _ring(cfg, seed: int, count: int) -> tuple[dict, list]:
     def run(load):
         unit = 0.0 if load is None else service / (load * mean_gap)
         timed = [(int(round(a * unit)), p, o) for a, p, o in reqs]
-        return {b: serve(cycles, macs, cfg.dxes, peak, timed, b) for b in (None, *BATCHES)}
+        return {b: serve(cycles, macs, split, peak, timed, b) for b in (None, *BATCHES)}
 
     sweep = []
     for load in LOADS:
@@ -206,10 +218,13 @@ def _ring(cfg, seed: int, count: int) -> tuple[dict, list]:
                 "mean_latency_ms": float(np.mean(r[b]["latency_cycles"])) / ms} for b in r}})
     r = run(LOAD)
     ring = r[None]
-    out = {"model": shape.name, "dxes": cfg.dxes, "layers_per_dxe": layers, "requests": count,
-           "seed": seed, "offered_load": LOAD, "step_cycles": int(step),
-           "mean_gap_cycles": service / LOAD, "cycles": ring["cycles"],
-           "utilisation": ring["mac_utilisation"], "dxe_occupancy": ring["dxe_occupancy"],
+    out = {"model": shape.name, "layers": shape.layers, "dxes": len(split),
+           "layer_split": list(split), "layer_balance": layer_balance(split),
+           "requests": count, "seed": seed, "prompt_tokens": list(PROMPT),
+           "output_tokens": list(OUTPUT), "gap": list(GAP), "offered_load": LOAD,
+           "step_cycles": int(step), "mean_gap_cycles": service / LOAD, "cycles": ring["cycles"],
+           "macs": ring["macs"], "utilisation": ring["mac_utilisation"],
+           "dxe_occupancy": ring["dxe_occupancy"],
            "busy_mac_efficiency": ring["mac_utilisation"] / ring["dxe_occupancy"],
            "mean_latency_ms": float(np.mean(ring["latency_cycles"])) / ms}
     for b in BATCHES:
@@ -221,23 +236,37 @@ def _ring(cfg, seed: int, count: int) -> tuple[dict, list]:
     return out, sweep
 
 
+def _shapes() -> dict:
+    return {shape.name: {"d_model": shape.d_model, "heads": shape.heads,
+                         "kv_heads": shape.kv_heads, "head_dim": shape.head_dim,
+                         "ffn": shape.ffn, "layers": shape.layers}
+            for shape in (*MODELS.values(), GQA_MODEL)}
+
+
 def evaluate(cfg, seed: int = 1, count: int = 64) -> dict:
     vrc, vrc_sweep = _vrc(cfg)
     iwur, iwur_sweep, iwur_needed = _iwur(cfg)
     ring, ring_sweep = _ring(cfg, seed, count)
     return {
         "config": cfg.name, "clock_mhz": cfg.clock_mhz, "peak_tops": cfg.peak_tops,
+        "dxts": cfg.dxts, "vacs": cfg.vacs, "lanes": cfg.lanes,
+        "peak_macs_per_cycle": peak_macs_per_cycle(cfg), "models": _shapes(),
+        "contexts": list(CONTEXTS),
         "constants": {
             "paper_nonlinear_speedup": bl.PAPER_NONLINEAR_SPEEDUP,
             "paper_layer_speedup": bl.PAPER_LAYER_SPEEDUP,
             "implied_nonlinear_share": bl.implied_nonlinear_share(),
+            "exposed_nonlinear_share": bl.exposed_nonlinear_share(),
             "unfused_vrc": {"ve_lanes": bl.PAPER_VRC.ve_lanes,
                             "fbuf_bytes_per_cycle": bl.PAPER_VRC.fbuf_bytes_per_cycle,
                             "ve_per_dxt": 1, "int8_bytes": bl.INT8_BYTES,
                             "score_bytes": bl.SCORE_BYTES},
+            "gbus_bytes": bl.GBUS_BYTES,
+            "paper_iwur_speedup": list(bl.PAPER_IWUR_SPEEDUP),
             "iwur_utilisation_gain": bl.IWUR_UTILISATION_GAIN,
             "baseline_read_efficiency": bl.PAPER_KV.read_efficiency,
-            "baseline_read_efficiency_points": bl.BASELINE_READ_EFFICIENCY_POINTS},
+            "baseline_read_efficiency_points": bl.BASELINE_READ_EFFICIENCY_POINTS,
+            "loads": list(LOADS), "batches": list(BATCHES)},
         "vrc": vrc, "vrc_sensitivity": vrc_sweep, "iwur": iwur, "iwur_sensitivity": iwur_sweep,
         "iwur_efficiency_needed": iwur_needed,
         "mac_efficiency": _mac_efficiency(cfg), "gqa": _gqa(cfg), "ring": ring,
@@ -258,14 +287,16 @@ def format_report(result: dict) -> str:
                      f"share of the unfused layer {100 * r['nonlinear_share']:.1f} % "
                      f"[{100 * r['nonlinear_share_rtl']:.1f} %] (paper: "
                      f"{100 * c['implied_nonlinear_share']:.1f} %)")
-    lines += ["", f"KV layout, iWuR vs baseline (fused); baseline: the paper's reading (reads at "
-              f"{c['baseline_read_efficiency']:.2f}, word writes) [our RTL's row-by-row V]:"]
+    lines += ["", "KV layout, iWuR vs baseline (fused); baselines: packed (reads at "
+              f"{c['baseline_read_efficiency']:.2f}, iWuR's byte writes) / word per VAC (word "
+              "writes, reads at the efficiency they give) [our RTL's row-by-row V]:"]
     for r in result["iwur"]:
         lines.append(f"  {r['model']:10s} t={r['tokens']:5d}: layer {r['iwur_layer']:6d} vs "
-                     f"{r['baseline_layer']:6d} [{r['baseline_layer_rtl']}] cycles "
-                     f"({r['layer_speedup']:.2f}x [{r['layer_speedup_rtl']:.2f}x]); K/V write "
-                     f"{r['iwur_kv_write']} vs {r['baseline_kv_write']} "
-                     f"[{r['baseline_kv_write_rtl']}]")
+                     f"{r['baseline_layer']:6d} / {r['baseline_layer_word']} "
+                     f"[{r['baseline_layer_rtl']}] cycles ({r['layer_speedup']:.2f}x / "
+                     f"{r['layer_speedup_word']:.2f}x [{r['layer_speedup_rtl']:.2f}x]); K/V "
+                     f"write {r['iwur_kv_write']} vs {r['baseline_kv_write']} / "
+                     f"{r['baseline_kv_write_word']} [{r['baseline_kv_write_rtl']}]")
     lines += ["", "MAC efficiency of the fused iWuR layer (useful MACs / peak MACs x cycles):"]
     for r in result["mac_efficiency"]:
         lines.append(f"  {r['model']:10s} t={r['tokens']:5d}: layer {100 * r['layer']:.1f} %, "
@@ -279,10 +310,11 @@ def format_report(result: dict) -> str:
                      f"(-{100 * r['reduction']:.1f} %), baseline layout "
                      f"{r['baseline']['words']:,} words")
     r = result["ring"]
-    lines += ["", f"Ring: {r['dxes']} DXEs x {r['layers_per_dxe']} {r['model']} layers, "
+    split = "+".join(map(str, r["layer_split"]))
+    padded = ", ".join(f"{b}-way {100 * r[f'padded_{b}']:.1f} %" for b in c["batches"])
+    lines += ["", f"Ring: {r['layers']} {r['model']} layers on {r['dxes']} DXEs ({split}), "
               f"{r['requests']} seeded requests (seed {r['seed']}), MAC utilisation:",
               f"  ring {100 * r['utilisation']:.1f} % (DXE occupancy "
               f"{100 * r['dxe_occupancy']:.1f} %), mean latency {r['mean_latency_ms']:.2f} ms; "
-              f"padded batching 8-way {100 * r['padded_8']:.1f} %, 16-way "
-              f"{100 * r['padded_16']:.1f} %"]
+              f"padded batching {padded}"]
     return "\n".join(lines)

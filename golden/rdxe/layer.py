@@ -11,17 +11,18 @@ statistic), so it is counted as RMSNorm. "Non-linear cycles" are the layer's cyc
 of the same layer with every normalisation replaced by a static factor (``mode="plain"``).
 
 Fused (the VRC) and iWuR are the RTL's commands, exactly. Their baselines are named options
-(:data:`~memwall.golden.rdxe.baselines.BASELINE_OPTIONS`):
+(:data:`~memwall.golden.rdxe.baselines.BASELINE_OPTIONS`) or models:
 
 * ``vrc_baseline`` (``mode="sequential"``): ``"paper"`` (default), the paper's reading of a
   conventional unfused path, a MODEL (:class:`~memwall.golden.rdxe.baselines.UnfusedVrc`:
   plain GEMVs, then a narrow vector unit's passes through a feature buffer); ``"rtl"``, the
-  RTL's sequential commands (statistics, normalisation and MAC passes in the tile, 16 lanes);
-  or an ``UnfusedVrc`` with other constants.
+  RTL's sequential commands (statistics, normalisation and MAC passes in the tile, ``lanes``
+  elements a cycle); or an ``UnfusedVrc`` with other constants.
 * ``kv_baseline`` (``layout="baseline"``): ``"paper"`` (default), a MODEL
-  (:class:`~memwall.golden.rdxe.baselines.KvBaseline`: KV reads at 0.8 of iWuR's, word
-  writes); ``"rtl"``, the RTL's row-by-row V layout (P.V gathers one byte per read; the same
-  K/V write-back command as iWuR); or a ``KvBaseline``.
+  (:class:`~memwall.golden.rdxe.baselines.KvBaseline`: packed bytes, KV reads at 0.8 of iWuR's,
+  iWuR's byte-write command); ``"word"``, a MODEL (each VAC's outputs as whole words, reads at
+  the efficiency that layout gives); ``"rtl"``, the RTL's row-by-row V layout (P.V gathers one
+  byte per read; the same K/V write-back command as iWuR); or a ``KvBaseline``.
 
 **MAC efficiency** of an operation: its useful multiply-accumulates (:func:`layer_macs`) over
 ``dxts * vacs * lanes`` times its cycles.
@@ -32,7 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from memwall.golden.rdxe.baselines import PAPER_KV, PAPER_VRC, KvBaseline, UnfusedVrc
+from memwall.golden.rdxe.baselines import BASELINE_OPTIONS, KvBaseline, UnfusedVrc
 from memwall.golden.rdxe.cycles import kv_write_cycles, mac_cycles
 
 __all__ = ["LayerShape", "MODELS", "GQA_MODEL", "MODES", "layer_cycles", "layer_macs",
@@ -66,15 +67,16 @@ def peak_macs_per_cycle(cfg) -> int:
     return cfg.dxts * cfg.vacs * cfg.lanes
 
 
-def _option(value, paper, kind: type, name: str):
-    """``"paper"`` -> the paper's model, ``"rtl"`` -> None (the RTL's commands), or a model."""
+def _option(value, kind: type, name: str):
+    """A named option of baseline ``name`` (:data:`BASELINE_OPTIONS`: a model, or None for the
+    RTL's commands), or a model of ``kind``."""
     if isinstance(value, kind):
         return value
-    if value == "paper":
-        return paper
-    if value == "rtl":
-        return None
-    raise ValueError(f"{name} must be 'paper', 'rtl' or a {kind.__name__}, got {value!r}")
+    options = BASELINE_OPTIONS[name]
+    if isinstance(value, str) and value in options:
+        return options[value]
+    raise ValueError(f"{name} must be one of {', '.join(map(repr, options))} or a "
+                     f"{kind.__name__}, got {value!r}")
 
 
 def _gemv(cfg, n: int, d: int, mode: str | None) -> int:
@@ -96,7 +98,7 @@ def _norm_gemv(cfg, n: int, d: int, mode: str, vrc: UnfusedVrc | None) -> int:
 def _qk(cfg, dh: int, t: int, kv: KvBaseline | None) -> int:
     beats = dh // cfg.lanes
     if kv is not None:
-        beats = kv.read_beats(beats)
+        beats = kv.read_beats(beats, dh, cfg.vacs, cfg.lanes)
     return mac_cycles(cfg.vacs, cfg.lanes, math.ceil(t / cfg.vacs), beats, t)
 
 
@@ -104,7 +106,7 @@ def _pv(cfg, dh: int, t: int, mode: str, gather: bool, kv: KvBaseline | None,
         vrc: UnfusedVrc | None) -> int:
     beats = math.ceil(t / cfg.lanes)
     if kv is not None:
-        beats = kv.read_beats(beats)
+        beats = kv.read_beats(beats, dh, cfg.vacs, cfg.lanes)
     groups = max(1, dh // cfg.vacs)
     if mode == "sequential" and vrc is not None:      # the paper's reading: softmax, then P.V
         return vrc.softmax_cycles(t) + mac_cycles(cfg.vacs, cfg.lanes, groups, beats, dh,
@@ -151,8 +153,8 @@ def layer_cycles(cfg, shape: LayerShape, t: int, mode: str = "fused", layout: st
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     if layout not in ("iwur", "baseline"):
         raise ValueError(f"layout must be iwur or baseline, got {layout!r}")
-    vrc = _option(vrc_baseline, PAPER_VRC, UnfusedVrc, "vrc_baseline")
-    kv = _option(kv_baseline, PAPER_KV, KvBaseline, "kv_baseline")
+    vrc = _option(vrc_baseline, UnfusedVrc, "vrc_baseline")
+    kv = _option(kv_baseline, KvBaseline, "kv_baseline")
     ops = _ops(cfg, shape, t, mode, layout, vrc, kv)
     plain = _ops(cfg, shape, t, "plain", layout, vrc, kv)
     macs = layer_macs(shape, t)

@@ -24,8 +24,14 @@ from memwall.golden.rdxe.layer import (
     layer_macs,
     peak_macs_per_cycle,
 )
-from memwall.golden.rdxe.serving import padded_utilisation, requests, ring, serve
+from memwall.golden.rdxe.serving import (
+    layer_balance,
+    layer_split,
+    padded_utilisation,
+    requests,
+    serve,
+)
 
 __all__ = ["LayerShape", "MODELS", "GQA_MODEL", "MODES", "layer_cycles", "layer_macs",
-           "peak_macs_per_cycle", "ring", "serve", "padded_utilisation", "requests", "evaluate",
-           "format_report"]
+           "peak_macs_per_cycle", "layer_split", "layer_balance", "serve", "padded_utilisation",
+           "requests", "evaluate", "format_report"]

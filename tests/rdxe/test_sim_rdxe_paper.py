@@ -11,6 +11,7 @@ import pytest
 
 from memwall.config import load_config
 from memwall.golden.rdxe import datapath as golden
+from memwall.golden.rdxe import quantise
 from memwall.golden.rdxe.cycles import command_cycles
 from memwall.hdl.rdxe.program import plan_attention, plan_rmsnorm_gemv
 from memwall.verif.rdxe.run import run_program
@@ -35,10 +36,10 @@ def _check_cycles(prog, results) -> int:
 def test_rmsnorm_gemv_at_paper_size(mode):
     rng = np.random.default_rng(36)
     d, n = 512, 128
-    quant = golden.quantise_rmsnorm_gemv(rng.standard_normal(d),
-                                         1 + 0.2 * rng.standard_normal(d),
-                                         rng.standard_normal((n, d)) / np.sqrt(d), 1e-5,
-                                         weight_scale="tensor")     # the INT8 output
+    quant = quantise.quantise_rmsnorm_gemv(rng.standard_normal(d),
+                                           1 + 0.2 * rng.standard_normal(d),
+                                           rng.standard_normal((n, d)) / np.sqrt(d), 1e-5,
+                                           weight_scale="tensor")     # the INT8 output
     w = quant.w_merged if mode == "fused" else quant.w
     static = quant.fused_static if mode == "fused" else quant.seq_out_static
     want = golden.rmsnorm_gemv(quant.x, w, quant.eps_sum, static, mode, quant.g,
@@ -56,9 +57,9 @@ def test_rmsnorm_gemv_at_paper_size(mode):
 def test_attention_at_paper_size(mode):
     rng = np.random.default_rng(37)
     tokens, dh = 128, 64
-    quant = golden.quantise_attention(rng.standard_normal((1, dh)) * 2,
-                                      rng.standard_normal((tokens, 1, dh)),
-                                      rng.standard_normal((tokens, 1, dh)))
+    quant = quantise.quantise_attention(rng.standard_normal((1, dh)) * 2,
+                                        rng.standard_normal((tokens, 1, dh)),
+                                        rng.standard_normal((tokens, 1, dh)))
     static = quant.out_static if mode == "fused" else quant.seq_out_static
     want = golden.attention(quant.q, quant.k, quant.v, quant.score_rc, static, mode)
     prog, assemble = plan_attention(CFG, quant.q, quant.k, quant.v, quant.score_rc, static,

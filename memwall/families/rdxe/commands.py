@@ -1,7 +1,7 @@
 """``memwall golden|run|model rdxe``: RMSNorm-GEMV and decode attention on your float data
 through the INT8 golden datapath or the generated tile group, and the cycle and ring models.
 
-The host quantises the float inputs as :mod:`memwall.golden.rdxe.datapath` says (*Quantisation*):
+The host quantises the float inputs as :mod:`memwall.golden.rdxe.quantise` says (the contract):
 ``--weight-scale`` and ``--kv-scale`` pick the scales' granularity, ``--out-scale`` a static
 output scale (default: calibrated from the float64 answer on your inputs). The output ``.npz``
 holds the float result, its INT8 values at the output scale, the INT32 accumulators, the scale,
@@ -110,7 +110,7 @@ def _check_options(args) -> None:
 
 
 def _quantised(args):
-    from memwall.golden.rdxe import datapath as rdxe
+    from memwall.golden.rdxe import quantise as rdxe
 
     _check_options(args)
     arrays = load_op_inputs(args.op, args.inputs)
@@ -171,7 +171,7 @@ def _save(out, args, quant, values, acc, cycles=None) -> str:
 
 
 def golden_command(args, cfg) -> None:
-    from memwall.golden.rdxe import datapath as rdxe
+    from memwall.golden.rdxe import quantise as rdxe
 
     out = output_path(args.out)
     quant = _quantised(args)

@@ -20,12 +20,14 @@ from memwall.config import ConfigError, UnitConfig, field, int_range, number_ran
 __all__ = ["RdxeConfig", "MAX_TOKENS", "LAYOUTS", "WEIGHT_SCALES", "KV_SCALES",
            "peak_ops_per_cycle", "v_base", "kv_words_needed"]
 
-#: Most tokens of one attention (INT32 holds ``sum e_t v_t <= 2**12 * 127 * t``).
+#: Most tokens of one attention: INT32 holds P.V's ``sum e_t v_t`` over ``t`` tokens, which lies in
+#: ``-2**12 * 128 * t .. 2**12 * 127 * t`` (``e_t <= 2**12``, ``v_t`` any INT8), for ``t <= 4096``
+#: (the lower end is then ``-2**31``, INT32's least value).
 MAX_TOKENS = 4096
 #: KV cache layouts (:mod:`memwall.golden.rdxe.layout`).
 LAYOUTS = ("iwur", "baseline")
-#: Host-side INT8 scale granularities (:mod:`memwall.golden.rdxe.datapath`, *Quantisation*), the
-#: per-slice one first (the default): RMSNorm-GEMV's weights, attention's k and v.
+#: Host-side INT8 scale granularities (:mod:`memwall.golden.rdxe.quantise`), the per-slice one
+#: first (the default): RMSNorm-GEMV's weights, attention's k and v.
 WEIGHT_SCALES = ("channel", "tensor")
 KV_SCALES = ("head", "tensor")
 
