@@ -372,7 +372,10 @@ class _Datapath:
 
     def write_stage_row(self) -> None:
         """Write the stage (lanes 0..L-1, +0 above) to row ``gd``; the instruction completes."""
-        self.m.d.comb += [self.seq.vs_wr_en.eq(1), self.seq.vs_wr_row.eq(self.g_rd),
+        # wr_row: g_rd as EXECUTE latched it, not the register-file read again (its mux, from
+        # the instruction register, went on through the bank arbiter into the dequantiser's
+        # lane enables: dplena64 missed 1 GHz by 15 ps on it).
+        self.m.d.comb += [self.seq.vs_wr_en.eq(1), self.seq.vs_wr_row.eq(self.wr_row),
                           self.seq.vs_wr_stage.eq(1)]
         self.complete()
 
