@@ -196,12 +196,15 @@ def render(data: dict) -> str:
         f"{fx.RC_MANT_BITS}-bit RC multiplier per lane. Both modes keep the statistics, "
         "exponentials and Newton-Raphson, which the fused design needs too, so the saving "
         "cannot reach the share those take.",
-        "- **Power.** The feature buffer's macro is clocked every cycle of the session "
-        "(fakeram: clock energy per cycle, a deselected cycle at a fraction of an access; "
-        "`flows/memory_power.py`), so it dominates the "
-        "sequential side. The session's vectors are short (a few words), so the two modes "
-        "take about the same cycles here and power and energy move together; on a layer's "
-        "long vectors the sequential mode also takes longer (`reports/rdxe/README.md`).",
+        "- **Power.** The memory rule (`flows/memory_power.py`): a macro pays an access in a "
+        "cycle its port is enabled, and a fraction of one (`--memory-idle`, default 0.05) in "
+        "a cycle it is not; the tile enables the feature buffer's read port only for a beat "
+        "that reads it. The feature buffer is "
+        f"{100 * fbuf['seq_mw'] / t['seq_mw']:.0f} % of the sequential VRC's power; the "
+        f"normalisation lanes and glue the rest. The session's vectors are short (a few "
+        "words), so the two modes take about the same cycles here and power and energy move "
+        "together; on a layer's long vectors the sequential mode also takes longer "
+        "(`reports/rdxe/README.md`).",
         "- **One VE for both.** The paper reports Softmax and RMSNorm separately; our vector "
         "engine serves both, so one figure stands beside the two.", ""]
     return "\n".join(lines)
