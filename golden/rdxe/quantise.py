@@ -58,9 +58,10 @@ import numpy as np
 from memwall.families.rdxe.config import KV_SCALES, WEIGHT_SCALES
 from memwall.golden.common import fixedpoint as fx
 from memwall.golden.rdxe.datapath import (
-    MODES,
     U32_MAX,
     QuantiseError,
+    _i64,
+    _mode,
     attention,
     attention_reference,
     repeat_kv,
@@ -75,16 +76,6 @@ __all__ = [
     "QuantAttention", "quantise_rmsnorm_gemv", "quantise_attention", "quantised_rmsnorm_gemv",
     "quantised_attention",
 ]
-
-
-def _i64(x) -> np.ndarray:
-    return np.asarray(x, dtype=np.int64)
-
-
-def _mode(mode: str) -> str:
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    return mode
 
 
 INT16_MAX = (1 << 15) - 1
