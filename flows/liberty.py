@@ -410,6 +410,7 @@ class CellLibrary:
     def __init__(self, paths: list[Path]):
         self.libs = [Liberty(p) for p in paths]
         self._info: dict[str, CellInfo] = {}
+        self._variants: dict[str, dict[tuple, list[str]]] = {}   # Liberty path -> signature
         self.wire_load = None    # a flows.wire_load.WireLoad in place of the Liberty's own
 
     def with_wire_load(self, model) -> CellLibrary:
@@ -439,6 +440,28 @@ class CellLibrary:
             liberty = self.liberty_of(cell)
             self._info[cell] = cell_info(liberty.cell(cell), liberty)
         return self._info[cell]
+
+
+    def drive_variants(self, cell: str) -> list[str]:
+        """The cells of ``cell``'s Liberty with its pins and functions (its drive strengths,
+        ``cell`` included), weakest first by their outputs' ``max_capacitance``."""
+        liberty = self.liberty_of(cell)
+        key = str(liberty.path)
+        if key not in self._variants:    # every cell of the file parsed once, on first use
+            index: dict[tuple, list[str]] = {}
+            for name in liberty.cell_names:
+                index.setdefault(_drive_signature(self.info(name)), []).append(name)
+            self._variants[key] = index
+        same = self._variants[key][_drive_signature(self.info(cell))]
+        return sorted(same, key=lambda c: (sum(self.info(c).max_capacitance.values()), c))
+
+
+def _drive_signature(info: CellInfo) -> tuple:
+    """What two drive strengths of one gate share: pin names, output functions (spaces
+    dropped), and for a sequential cell its data and clock pins."""
+    return (tuple(sorted(info.inputs)),
+            tuple(sorted((p, (f or "").replace(" ", "")) for p, f in info.outputs.items())),
+            info.is_sequential, info.data_pin, info.data_inverted, info.clock_pins)
 
 
 @cache

@@ -26,6 +26,11 @@ placement, on the netlist Yosys wrote (its JSON, rewritten by Yosys into the net
   within the same limits; the group buffers become the sinks of the next level, until the root
   net is within its driver's limit. Output ports stay on the root net (their bits keep their
   names).
+- **Sizing.** A gate too weak to drive even the one buffer a tree would hang on its net (a
+  sky130 ``_0`` gate's limit is 5.3 fF, a ``buf_8`` input 7.0 fF) is retyped first to the
+  weakest drive strength of the same function (:meth:`CellLibrary.drive_variants`, none the PDK
+  marks ``dont_use``) that can; its inputs' loads change with it, so the module's nets are
+  read again before the trees are built.
 - **Not repaired:** nets driven by tie cells (constants are not timed) and nets reaching a clock
   pin (flip-flop and macro clocks, and child ports that reach them): the clock is ideal in
   timing, and its tree is estimated apart.
@@ -38,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 
 from .constants import MEMORY_CELL
 from .liberty import CellLibrary
@@ -98,6 +104,7 @@ class ModuleRepair:
     module: str
     buffers: int = 0
     nets_repaired: int = 0
+    resized: int = 0       # gates retyped to a stronger drive
     worst_before: tuple[float, str] = (0.0, "")    # (load / limit, net), the worst net
     worst_after: tuple[float, str] = (0.0, "")
     #: input port -> capacitance (F) of each bit, LSB first, after the repair
@@ -162,6 +169,7 @@ class _Module:
                  ties: tuple[str, ...], port_load: float):
         self.limits: dict[int, float | None] = {}   # net -> load limit (None: leave it)
         self.driver_pins: dict[int, Callable[[int], None]] = {}   # net -> move its driving pin
+        self.driver_cells: dict[int, tuple[str, str]] = {}   # net -> its driving (cell, pin)
         self.sinks: dict[int, list[_Sink]] = {}
         self.clock_nets: set[int] = set()
         self.input_bits: dict[str, list] = {}
@@ -189,6 +197,7 @@ class _Module:
                         self._drive(net, limit)
                         if info is not None:
                             self.driver_pins[net] = _cell_pin(module, name, pin, i)
+                            self.driver_cells[net] = (name, pin)
                         continue
                     if ctype == MEMORY_CELL:
                         cap = memory_caps.get(name, {}).get(f"{pin}[{i}]", 0.0)
@@ -214,15 +223,48 @@ class _Module:
                 self.clock_nets.add(net)
 
 
+def _size_drivers(module: dict, nets: _Module, rule: RepairRule, cells: CellLibrary,
+                  sizes: list[tuple[float, str, float]], dont_use: tuple[str, ...]) -> int:
+    """Retype each gate whose net is past its limit and that cannot drive the buffer the
+    tree would give it (the first tree buffer, or the kept ports' buffer) to the weakest drive
+    strength that can (the strongest there is, if none can). Returns how many it retyped."""
+    resized = 0
+    for net, (name, pin) in nets.driver_cells.items():
+        limit, sinks = nets.limits.get(net), nets.sinks.get(net, [])
+        load = sum(s.cap for s in sinks)
+        if not limit or net in nets.clock_nets or load <= limit:
+            continue
+        kept_cap = sum(s.cap for s in sinks if s.move is None)
+        need = sizes[0][2]
+        if kept_cap:
+            need = max(need, next((z for z in sizes if z[0] >= kept_cap), sizes[-1])[2])
+        need = min(load, need)
+        if limit >= need:
+            continue
+        cell = module["cells"][name]
+        prefix, ctype = ("\\", cell["type"][1:]) if cell["type"].startswith("\\") \
+            else ("", cell["type"])
+
+        drive = {c: rule.load_fraction * cells.info(c).max_capacitance.get(pin, 0.0)
+                 for c in cells.drive_variants(ctype)}
+        options = [c for c in drive if drive[c] > drive[ctype]
+                   and not any(fnmatchcase(c, p) for p in dont_use)]
+        if options:
+            cell["type"] = prefix + next((c for c in options if drive[c] >= need), options[-1])
+            resized += 1
+    return resized
+
+
 def repair_module(name: str, module: dict, rule: RepairRule, cells: CellLibrary,
                   children: dict[str, ModuleRepair] | None = None,
                   memory_caps: dict[str, dict[str, float]] | None = None,
-                  ties: tuple[str, ...] = ()) -> ModuleRepair:
-    """Buffer the nets of one module (Yosys JSON ``module``, changed in place).
+                  ties: tuple[str, ...] = (), dont_use: tuple[str, ...] = ()) -> ModuleRepair:
+    """Size and buffer the nets of one module (Yosys JSON ``module``, changed in place).
 
     ``children``: the repairs of the child modules it instantiates (their input loads and
     clock ports); ``memory_caps``: per ``memwall_ram`` cell name, the capacitance of each of
-    its input bits (``PORT[i]``); ``ties``: tie cell types, whose nets are left alone.
+    its input bits (``PORT[i]``); ``ties``: tie cell types, whose nets are left alone;
+    ``dont_use``: cell name patterns sizing may not choose.
     """
     children = children or {}
     port_load = rule.port_load(cells)
@@ -231,8 +273,13 @@ def repair_module(name: str, module: dict, rule: RepairRule, cells: CellLibrary,
     sizes = [(rule.load_fraction * cells.info(c).max_capacitance[buf_out], c,
               cells.info(c).inputs[buf_in]) for c in (buf_cell, *rule.strong)]
     buf_limit = sizes[0][0]
-    nets = _Module(module, rule, cells, children, memory_caps or {}, ties, port_load)
     result = ModuleRepair(name)
+    while True:     # a retyped gate loads its inputs more: read the nets again
+        nets = _Module(module, rule, cells, children, memory_caps or {}, ties, port_load)
+        resized = _size_drivers(module, nets, rule, cells, sizes, dont_use)
+        result.resized += resized
+        if not resized:
+            break
     next_net = 1 + max([b for e in module["netnames"].values() for b in e["bits"]
                         if isinstance(b, int)] +
                        [b for c in module["cells"].values() for bits in c["connections"].values()
@@ -303,7 +350,8 @@ def repair_module(name: str, module: dict, rule: RepairRule, cells: CellLibrary,
 def repair_design(modules: dict[str, dict], hierarchy: dict[str, dict[str, int]],
                   rule: RepairRule, cells: CellLibrary,
                   memory_caps: dict[str, dict[str, dict[str, float]]] | None = None,
-                  ties: tuple[str, ...] = ()) -> dict[str, ModuleRepair]:
+                  ties: tuple[str, ...] = (), dont_use: tuple[str, ...] = ()
+                  ) -> dict[str, ModuleRepair]:
     """Repair every module of ``modules`` (name -> Yosys JSON module, changed in place),
     children before parents (``hierarchy``: module -> child -> instances)."""
     done: dict[str, ModuleRepair] = {}
@@ -315,7 +363,7 @@ def repair_design(modules: dict[str, dict], hierarchy: dict[str, dict[str, int]]
             visit(child)
         kids = {c: done[c] for c in hierarchy.get(module, {})}
         done[module] = repair_module(module, modules[module], rule, cells, kids,
-                                     (memory_caps or {}).get(module), ties)
+                                     (memory_caps or {}).get(module), ties, dont_use)
 
     for module in modules:
         visit(module)

@@ -341,8 +341,8 @@ def _repair(runner: _Runner, modules: list[str], hierarchy: dict, mapped: dict[s
     platform = PLATFORM_CELLS[pdk.name]
     repairs = repair_design({m: data[m]["modules"][m] for m in modules}, hierarchy,
                             REPAIR_RULES[pdk.name], cells, caps,
-                            (platform.tiehi[0], platform.tielo[0]))
-    changed = [m for m, r in repairs.items() if r.buffers]
+                            (platform.tiehi[0], platform.tielo[0]), pdk.dont_use)
+    changed = [m for m, r in repairs.items() if r.buffers or r.resized]
 
     def job(module: str) -> None:
         work, log = root / "work", root / "logs" / f"{module}.repair.log"
@@ -361,7 +361,7 @@ def _repair(runner: _Runner, modules: list[str], hierarchy: dict, mapped: dict[s
             ThreadPoolExecutor(max_workers=jobs) as pool:
         for future in [pool.submit(job, module) for module in changed]:
             future.result()
-    return {m: {"buffers": r.buffers, "nets_repaired": r.nets_repaired,
+    return {m: {"buffers": r.buffers, "nets_repaired": r.nets_repaired, "resized": r.resized,
                 "worst_load_before": {"of_limit": round(r.worst_before[0], 3),
                                       "net": r.worst_before[1]},
                 "worst_load_after": {"of_limit": round(r.worst_after[0], 3),

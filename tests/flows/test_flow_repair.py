@@ -197,3 +197,48 @@ def test_a_net_to_many_output_ports_ends(cells):
     j.cell("ff", DFF, CLK=a, D=y, QN=j.net())
     result = repair_module("m", j.module, REPAIR_RULES["asap7"], cells)
     assert result.buffers <= 2
+
+
+SKY = "sky130_fd_sc_hd__"
+
+
+@pytest.fixture(scope="module")
+def sky130():
+    try:
+        return pdk_cell_library(find_pdk("sky130hd"))
+    except PdkError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.mark.parametrize("dont_use, chosen", [((), "a2111oi_1"), ((f"{SKY}a2111oi_1",),
+                                                                     "a2111oi_2")])
+def test_a_gate_too_weak_for_one_buffer_is_sized_up(sky130, dont_use, chosen):
+    """sky130's a2111oi_0 may load 5.3 fF, less than one buf_8 input (7.0 fF): buffering alone
+    left it past its limit (the case found on a BF16 adder). It becomes the weakest drive
+    strength that can drive the tree (not one the PDK marks dont_use), and its input ports
+    present the new gate's pin loads."""
+    rule = REPAIR_RULES["sky130hd"]
+    weak = f"{SKY}a2111oi_0"
+    assert rule.load_fraction * sky130.info(weak).max_capacitance["Y"] < \
+        sky130.info(rule.buffer[0]).inputs["A"]
+    j = Json()
+    ins = {p: j.port(p.lower(), "input")[0] for p in ("A1", "A2", "B1", "C1", "D1")}
+    y = j.net()
+    j.cell("g", weak, Y=y, **ins)
+    for i in range(40):
+        j.cell(f"inv{i}", f"{SKY}inv_1", A=y, Y=j.net())
+    result = repair_module("m", j.module, rule, sky130, dont_use=dont_use)
+    assert result.resized == 1 and j.module["cells"]["g"]["type"] == SKY + chosen
+    assert result.buffers >= 3 and result.worst_after[0] <= 1
+    assert result.input_loads["a1"] == [sky130.info(SKY + chosen).inputs["A1"]]
+    assert sky130.drive_variants(weak) == [f"{SKY}a2111oi_{n}" for n in (0, 1, 2, 4)]
+
+
+def test_a_gate_within_its_limit_keeps_its_size(sky130):
+    j = Json()
+    (a,), (b,) = j.port("a", "input"), j.port("b", "input")
+    y = j.net()
+    j.cell("g", f"{SKY}nand2_1", A=a, B=b, Y=y)
+    j.cell("inv", f"{SKY}inv_1", A=y, Y=j.net())
+    result = repair_module("m", j.module, REPAIR_RULES["sky130hd"], sky130)
+    assert result.resized == 0 and j.module["cells"]["g"]["type"] == f"{SKY}nand2_1"
