@@ -90,10 +90,13 @@ class Program:
 
     def rmsnorm_gemv(self, n: int, d: int, a_base: int, w_base: int, eps_sum: int,
                      out_static: tuple, mode: str = "fused", g_base: int = 0,
-                     norm_static: tuple | None = None) -> None:
+                     norm_static: tuple | None = None, out_bits: int = 8) -> None:
         """Fused: ``w_base`` holds ``W'``, the VE folds ``out_static`` into its RC. Sequential:
         ``w_base`` holds ``W``, the gain vector is at ``g_base``, the VE folds ``norm_static``
-        and the GEMV applies ``out_static``."""
+        and the GEMV applies ``out_static``. ``out_bits``: the outputs' width, 8 (INT8) or 16
+        (INT16, for weights whose per-row scales the host applies)."""
+        if out_bits not in (8, 16):
+            raise ValueError(f"out_bits must be 8 or 16, got {out_bits!r}")
         c = _ceil(d, self.cfg.lanes)
         fused = mode == "fused"
         static = out_static if fused else norm_static
@@ -101,6 +104,7 @@ class Program:
         self._command(OP_MAC, groups=_ceil(n, self.cfg.vacs), beats=c, rows=n, a_base=a_base,
                       g_base=g_base, w_base=w_base, gstride=c, stats=1, fused=int(fused),
                       sequential=int(not fused), rc_mant=int(rc[0]), rc_shift=int(rc[1]),
+                      narrow=int(out_bits == 8),
                       op_fields={"eps_sum": int(eps_sum), "smant": int(static[0]),
                                  "sshift": int(static[1]), "nr_op": 1})
 
@@ -153,10 +157,12 @@ def _sequential_built(cfg: RdxeConfig, mode: str) -> None:
 
 
 def plan_rmsnorm_gemv(cfg: RdxeConfig, x, w, eps_sum: int, out_static: tuple,
-                      mode: str = "fused", g=None, norm_static: tuple | None = None):
+                      mode: str = "fused", g=None, norm_static: tuple | None = None,
+                      out_bits: int = 8):
     """A GEMV with RMSNorm on the group: the rows split over the tiles (each tile runs the
-    same statistics on the same ``x``). Returns the program and ``assemble(results) -> (y,
-    acc)`` in row order."""
+    same statistics on the same ``x``), ``out_bits`` wide outputs
+    (:meth:`Program.rmsnorm_gemv`). Returns the program and ``assemble(results) -> (y, acc)``
+    in row order."""
     x, w = np.asarray(x, np.int64), np.asarray(w, np.int64)
     n, d = w.shape
     lanes, vacs, tiles = cfg.lanes, cfg.vacs, cfg.gqa_group
@@ -179,7 +185,7 @@ def plan_rmsnorm_gemv(cfg: RdxeConfig, x, w, eps_sum: int, out_static: tuple,
             prog.load_a(t, c, g)
         rows = w[t * per_tile:(t + 1) * per_tile]
         prog.load_w(t, 0, np.concatenate([rows, np.zeros((per_tile - len(rows), d), np.int64)]))
-    prog.rmsnorm_gemv(per_tile, d, 0, 0, eps_sum, out_static, mode, c, norm_static)
+    prog.rmsnorm_gemv(per_tile, d, 0, 0, eps_sum, out_static, mode, c, norm_static, out_bits)
 
     def assemble(results):
         last = results[-1]
@@ -189,14 +195,27 @@ def plan_rmsnorm_gemv(cfg: RdxeConfig, x, w, eps_sum: int, out_static: tuple,
     return prog, assemble
 
 
-def plan_attention(cfg: RdxeConfig, q, k, v, score_rc: tuple, out_static: tuple,
+def _per_head(factor, kv_heads: int, name: str) -> list[tuple]:
+    """``factor``: one ``(mant, shift)`` pair for every KV head, or a list of one per head."""
+    if len(factor) and isinstance(factor[0], (tuple, list, np.ndarray)):
+        _fit(len(factor) == kv_heads, f"{name}: {len(factor)} factors for {kv_heads} KV heads")
+        return [tuple(f) for f in factor]
+    return [tuple(factor)] * kv_heads
+
+
+def plan_attention(cfg: RdxeConfig, q, k, v, score_rc, out_static,
                    mode: str = "fused", layout: str = "iwur"):
     """Decode attention on the group: per KV head, its tokens written to tile 0's KV caches,
     then its query heads ``gqa_group`` at a time (one per tile, sharing the cache). Returns
-    the program and ``assemble(results) -> (o, acc)``, ``(heads, dh)`` each."""
+    the program and ``assemble(results) -> (o, acc)``, ``(heads, dh)`` each.
+
+    ``score_rc`` and ``out_static``: one ``(mant, shift)`` factor, or one per KV head (K and
+    V quantised per head: the factors are per command, so they cost no hardware)."""
     q, k, v = (np.asarray(a, np.int64) for a in (q, k, v))
     heads, dh = q.shape
     tokens, kv_heads = k.shape[0], k.shape[1]
+    score_rcs = _per_head(score_rc, kv_heads, "score_rc")
+    out_statics = _per_head(out_static, kv_heads, "out_static")
     lanes, vacs, tiles = cfg.lanes, cfg.vacs, cfg.gqa_group
     _fit(dh <= cfg.max_head_dim and dh % lanes == 0 and dh % vacs == 0,
          f"head dimension {dh}: must be at most max_head_dim ({cfg.max_head_dim}) and a "
@@ -224,8 +243,8 @@ def plan_attention(cfg: RdxeConfig, q, k, v, score_rc: tuple, out_static: tuple,
             chunk = mine[start:start + tiles]
             for t in range(tiles):
                 prog.load_a(t, 0, q[chunk[t]] if t < len(chunk) else np.zeros(dh, np.int64))
-            prog.qk(tokens, dh, 0, score_rc)
-            prog.pv(tokens, dh, out_static, mode, layout)
+            prog.qk(tokens, dh, 0, score_rcs[kh])
+            prog.pv(tokens, dh, out_statics[kh], mode, layout)
             order.append((len(prog.commands) - 1, chunk))
 
     def assemble(results):

@@ -73,3 +73,27 @@ def test_gqa_group_stores_one_kv_cache():
     assert "kvmem" not in design.module_text(readers[0])
     assert kv_bytes_used(32, 16, kv_heads=1) * SMALL.gqa_group == \
         kv_bytes_used(32, 16, kv_heads=SMALL.gqa_group)
+
+
+def test_programs_carry_the_output_width_and_per_head_factors():
+    """The host program generator, without simulation: ``out_bits`` sets the RMSNorm-GEMV
+    command's output width; per-KV-head factors reach each head's commands in order."""
+    from memwall.hdl.rdxe.program import ShapeError, plan_attention, plan_rmsnorm_gemv
+
+    x, w = np.ones(16, np.int64), np.ones((6, 16), np.int64)
+    for bits, narrow in ((8, 1), (16, 0)):
+        prog, _ = plan_rmsnorm_gemv(SMALL, x, w, 1, (3, 4), out_bits=bits)
+        assert prog.commands[-1]["narrow"] == narrow
+    with pytest.raises(ValueError, match="out_bits must be 8 or 16"):
+        plan_rmsnorm_gemv(SMALL, x, w, 1, (3, 4), out_bits=4)
+    q, kv = np.ones((4, 16), np.int64), np.ones((3, 2, 16), np.int64)
+    prog, _ = plan_attention(SMALL, q, kv, kv, [(5, 1), (7, 2)], [(9, 3), (11, 4)])
+    qk = [c for c in prog.commands if c["kv"] and not c["exp"]]
+    pv = [c for c in prog.commands if c["exp"]]
+    assert [(c["rc_mant"], c["rc_shift"]) for c in qk] == [(5, 1), (7, 2)]
+    assert [(c["op_fields"]["smant"], c["op_fields"]["sshift"]) for c in pv] == \
+        [(9, 3), (11, 4)]
+    shared, _ = plan_attention(SMALL, q, kv, kv, (5, 1), (9, 3))
+    assert [c["rc_mant"] for c in shared.commands if c["kv"] and not c["exp"]] == [5, 5]
+    with pytest.raises(ShapeError, match="3 factors for 2 KV heads"):
+        plan_attention(SMALL, q, kv, kv, [(5, 1)] * 3, (9, 3))

@@ -1,6 +1,7 @@
 """rDXE at the paper's size (``rdxe_paper``: 16 VACs x 16 lanes per tile) on Verilator: one
 RMSNorm-GEMV (MT5-small's d_model 512, 128 rows) and one decode attention head (dh 64, 128
-tokens), fused and sequential, bit-exact with the golden datapath, and every MAC and
+tokens), fused and sequential, each with its calibrated output scale and with a quarter of it
+(outputs saturating at both -128 and 127), bit-exact with the golden datapath, and every MAC and
 write-back command taking exactly the cycles of :func:`memwall.golden.rdxe.cycles.command_cycles`.
 Minutes of simulation: marked slow (``make test-slow``)."""
 
@@ -32,14 +33,22 @@ def _check_cycles(prog, results) -> int:
     return timed
 
 
+def _saturates_both_ways(values) -> bool:
+    return bool((np.asarray(values) == 127).any() and (np.asarray(values) == -128).any())
+
+
+@pytest.mark.parametrize("saturate", [False, True])
 @pytest.mark.parametrize("mode", golden.MODES)
-def test_rmsnorm_gemv_at_paper_size(mode):
+def test_rmsnorm_gemv_at_paper_size(mode, saturate):
     rng = np.random.default_rng(36)
     d, n = 512, 128
-    quant = quantise.quantise_rmsnorm_gemv(rng.standard_normal(d),
-                                           1 + 0.2 * rng.standard_normal(d),
-                                           rng.standard_normal((n, d)) / np.sqrt(d), 1e-5,
-                                           weight_scale="tensor")     # the INT8 output
+    operands = (rng.standard_normal(d), 1 + 0.2 * rng.standard_normal(d),
+                rng.standard_normal((n, d)) / np.sqrt(d), 1e-5)
+    quant = quantise.quantise_rmsnorm_gemv(*operands, weight_scale="tensor")  # INT8 outputs
+    if saturate:     # a static output scale a quarter of the calibrated one
+        quant = quantise.quantise_rmsnorm_gemv(*operands, weight_scale="tensor",
+                                               s_y=quant.s_y / 4)
+        assert quant.saturated > 0
     w = quant.w_merged if mode == "fused" else quant.w
     static = quant.fused_static if mode == "fused" else quant.seq_out_static
     want = golden.rmsnorm_gemv(quant.x, w, quant.eps_sum, static, mode, quant.g,
@@ -50,16 +59,21 @@ def test_rmsnorm_gemv_at_paper_size(mode):
     y, acc = assemble(results)
     np.testing.assert_array_equal(y, want["y"])
     np.testing.assert_array_equal(acc, want["acc"])
+    assert _saturates_both_ways(y) == saturate
     assert _check_cycles(prog, results) >= 1
 
 
+@pytest.mark.parametrize("saturate", [False, True])
 @pytest.mark.parametrize("mode", golden.MODES)
-def test_attention_at_paper_size(mode):
+def test_attention_at_paper_size(mode, saturate):
     rng = np.random.default_rng(37)
     tokens, dh = 128, 64
-    quant = quantise.quantise_attention(rng.standard_normal((1, dh)) * 2,
-                                        rng.standard_normal((tokens, 1, dh)),
-                                        rng.standard_normal((tokens, 1, dh)))
+    operands = (rng.standard_normal((1, dh)) * 2, rng.standard_normal((tokens, 1, dh)),
+                rng.standard_normal((tokens, 1, dh)))
+    quant = quantise.quantise_attention(*operands)
+    if saturate:
+        quant = quantise.quantise_attention(*operands, s_o=quant.s_o / 4)
+        assert quant.saturated > 0
     static = quant.out_static if mode == "fused" else quant.seq_out_static
     want = golden.attention(quant.q, quant.k, quant.v, quant.score_rc, static, mode)
     prog, assemble = plan_attention(CFG, quant.q, quant.k, quant.v, quant.score_rc, static,
@@ -68,5 +82,6 @@ def test_attention_at_paper_size(mode):
     o, acc = assemble(results)
     np.testing.assert_array_equal(o, want["o"])
     np.testing.assert_array_equal(acc, want["acc"])
+    assert _saturates_both_ways(o) == saturate
     # 2 write-backs per token, then QK and P.V.
     assert _check_cycles(prog, results) == 2 * tokens + 2

@@ -185,7 +185,7 @@ def golden_command(args, cfg) -> None:
 
 def run_command(args, cfg) -> None:
     from memwall.golden.rdxe.cycles import command_cycles
-    from memwall.hdl.rdxe.program import ShapeError, plan_rmsnorm_gemv
+    from memwall.hdl.rdxe.program import ShapeError, plan_attention, plan_rmsnorm_gemv
     from memwall.verif.rdxe.run import run_program
 
     out = output_path(args.out)
@@ -194,12 +194,11 @@ def run_command(args, cfg) -> None:
         if args.op == "rmsnorm_gemv":
             prog, assemble = plan_rmsnorm_gemv(cfg, quant.x, quant.weights(args.mode),
                                                quant.eps_sum, quant.out_static(args.mode),
-                                               args.mode, quant.g, quant.seq_norm_static)
-            # Program.rmsnorm_gemv has no width argument: the command's narrow field is the
-            # VAC chain's output width (0: INT16, per-channel weights).
-            prog.commands[-1]["narrow"] = int(quant.bits == 8)
-        else:
-            prog, assemble = _plan_attention_per_head(cfg, quant, args.mode, args.layout)
+                                               args.mode, quant.g, quant.seq_norm_static,
+                                               out_bits=quant.bits)
+        else:   # K and V quantised per KV head: each head its own score and output factors
+            prog, assemble = plan_attention(cfg, quant.q, quant.k, quant.v, quant.score_rcs,
+                                            quant.statics(args.mode), args.mode, args.layout)
     except ShapeError as exc:
         raise InputError(f"--inputs {args.inputs}: {exc} (config {cfg.name})") from None
     estimate = sum(command_cycles(cfg.vacs, cfg.lanes, c) or 0 for c in prog.commands) \
@@ -211,30 +210,6 @@ def run_command(args, cfg) -> None:
     note = _save(out, args, quant, values, acc, cycles)
     print(f"memwall: wrote {out} ({args.op}, {args.mode}, {cycles} cycles on the RTL, loads "
           f"included; {note})")
-
-
-def _plan_attention_per_head(cfg, quant, mode: str, layout: str):
-    """:func:`plan_attention` once per KV head (its query heads, its factors), the programs
-    run back to back: the same commands plan_attention issues for all heads, each KV head with
-    its own score and output factors. Returns the program and ``assemble(results)``."""
-    from memwall.hdl.rdxe.program import Program, plan_attention
-
-    kv_heads = quant.k.shape[1]
-    group = quant.q.shape[0] // kv_heads
-    statics = quant.statics(mode)
-    merged, parts = Program(cfg), []
-    for h in range(kv_heads):
-        prog, assemble = plan_attention(cfg, quant.q[h * group:(h + 1) * group],
-                                        quant.k[:, h:h + 1], quant.v[:, h:h + 1],
-                                        quant.score_rcs[h], statics[h], mode, layout)
-        parts.append((len(merged.commands), len(prog.commands), assemble))
-        merged.commands += prog.commands
-        merged.data += prog.data
-
-    def assemble_all(results):
-        done = [assemble(results[start:start + count]) for start, count, assemble in parts]
-        return (np.concatenate([o for o, _ in done]), np.concatenate([a for _, a in done]))
-    return merged, assemble_all
 
 
 def _model_arguments(parser: argparse.ArgumentParser) -> None:
