@@ -2,18 +2,28 @@
 context ``t``) on Base-1, Base-2, KVNAND-D-(G1+G2) and KVNAND-C-x. Parameters, systems, shapes
 and the cost arithmetic: :mod:`memwall.golden.kvnand.systems`.
 
-**Flash page pipeline.** A plane reads a page (tR), decodes its ECC codewords
-(``t_ecc = 4 x 9088 b / 14.6 Gb/s = 2.49 us``) and multiplies it (``t_mac = page / operand_bytes
-x reuse / (16 FMAC x 400 MHz)``; ``reuse`` = Q heads per KV head for Logit). The three stages
+**Flash page pipeline** (:mod:`memwall.golden.kvnand.pages`). A plane reads a page (tR),
+decodes its ECC codewords (``t_ecc = 4 x 9088 b / 14.6 Gb/s = 2.49 us``) and runs one PE command
+on it. ``t_mac`` (:meth:`~memwall.golden.kvnand.systems.Params.t_mac`) is the plane PE's cycles
+for a whole page in the command's mode at ``f_mac``, from the PE's cycle function
+(:func:`memwall.golden.kvnand.pe.page_cycles` with its ``latency``; equal to the RTL's count,
+``tests/kvnand/test_sim_kvnand_model_cost.py``): ``MACs / FMACs`` plus the pipeline latency,
+``MACs`` = the page's elements for a GEMV page and ``G`` times them for a Logit or Attend page,
+``G`` = the model's query heads per KV head rounded up to a power of two. An Attend command
+keeps a head group's sums across the pages of its V stream and emits them (``G x d`` values and
+two cycles of turnaround, ``t_emit``) once, after the stream's last page: the model charges the
+emit once per head group's V stream on a plane, not per page. The PE is the config's (FMACs,
+multiplier stages, most heads a command, clock) built for the query's format. The three stages
 overlap (two-stage register pipeline plus the decoder), so ``n`` pages per plane take
-``n max(tR, t_ecc, t_mac) + t_ecc + t_mac``. A weight GEMV of ``B`` bytes on ``P`` planes has
-``ceil(ceil(B / page) / P)`` pages per plane; the input vector is broadcast once per channel,
-the outputs come back over ``min(dies, 8)`` ONFI channels at 4.8 GB/s, plus one exchange
-``t_exchange`` (decision: 1 us). Every weight GEMV of decode is in flash: QKV, O, FFN, lm_head;
-the NPU does norms, RoPE, softmax, activations (``npu_elem_ops`` ops/element at 32 TOPS) and, in
-Base-1/2, attention. Integer formats (W8A8, W4A16's weights) also store one BF16 scale per
-``scale_group`` = 128 elements (the PE's group scales, :mod:`memwall.golden.kvnand.pe`; decision):
-``bytes = element bytes + 2/128`` for capacity, pages and writes.
+``n max(tR, t_ecc, t_mac) + t_ecc + t_mac`` (plus ``t_emit`` for an Attend stream). A weight
+GEMV of ``B`` bytes on ``P`` planes has ``ceil(ceil(B / page) / P)`` pages per plane; the input
+vector is broadcast once per channel, the outputs come back over ``min(dies, 8)`` ONFI channels
+at 4.8 GB/s, plus one exchange ``t_exchange`` (decision: 1 us). Every weight GEMV of decode is
+in flash: QKV, O, FFN, lm_head; the NPU does norms, RoPE, softmax, activations (``npu_elem_ops``
+ops/element at 32 TOPS) and, in Base-1/2, attention. Integer formats (W8A8, W4A16's weights)
+also store one BF16 scale per ``scale_group`` = 128 elements (the PE's group scales,
+:mod:`memwall.golden.kvnand.pe`; decision): ``bytes = element bytes + 2/128`` for capacity,
+pages and writes.
 
 **Attention.** Base-1: ``t = max(KV_layer / (8 x 8 GB/s), 4 H dh t / 32 TOPS) + t_exchange``.
 Base-2: the KV cache is written in generation order (token-major: a token's K/V of a layer are
@@ -26,15 +36,10 @@ and Attend only the V planes, one stream (this layer's) per plane. KVNAND-D: a h
 the ``H t`` scores to the NPU and the probabilities back (``2 H t act`` bytes over the group's
 channels) with three exchanges (Logit, softmax, Attend).
 
-**Pages of a stream** (one (layer, KV head, K|V) of one plane for C, of the SoC for D).
-Page-level mapping: ``ceil(t s / page)`` for a slice of ``s`` bytes per token. Naive mapping:
-the slices are written in generation order, ``S`` streams interleaved (C: ``S = L`` layers of
-the plane; D: ``S = 2 L H_kv``), so slice ``(tok, i)`` starts at ``(tok S + i) s`` and a stream
-touches ``sum_tok (b - a + 1) - #{a_tok == b_(tok-1)}`` pages (``a``, ``b``: first and last page
-of a slice; consecutive slices share at most one page), averaged over up to 64 evenly spaced
-streams. Buffer-limited reading (``*_open_streams``): a fraction ``open / S`` of the streams
-fill whole pages; each other stream is flushed every token into a 1 KiB ECC sector by a
-partial-page program (4 per page), i.e. ``ceil(t ceil(s / 1 KiB) / 4)`` pages.
+**Pages of a stream** (one (layer, KV head, K|V) of one plane for C, of the SoC for D): the
+page-level mapping packs a stream's slices into its own pages; the naive one writes them in
+generation order, interleaved with the other streams; with a limited buffer the streams left
+open are flushed every token by a partial-page program (:mod:`memwall.golden.kvnand.pages`).
 
 **KVNAND-D dataflow** (``hg_mode``). ``pipelined``: G1 streams the QKV pages continuously,
 so head group ``i`` is out at ``r_i = ceil(i Q / H_kv / P1) x period + drain + its transfers +
@@ -52,11 +57,12 @@ MoE: router on the NPU (weights in SoC SRAM: decision); the active experts' GEMV
 C dies) with :data:`~memwall.golden.kvnand.systems.MOE_LAYOUTS`.
 
 **Energy** (J/token): flash array 3 pJ/bit and program 7.5 pJ/bit over physical pages (data +
-spare; a sector program: one 9088-bit codeword), ONFI 4.9 pJ/bit on every byte crossing it
-(broadcasts once per channel), DRAM 7.0 pJ/bit, NPU 4.60 W / 32 TOPS per op. ``logic`` (Table
-I's 6.98 + 5.24 mW per plane x tR per page read) is reported and, CALIBRATED, left out of
-``total`` unless ``count_logic_energy``: Fig. 16's ratios (0.75 / 0.98 of Base-1 at 10K) are
-those of access energy; with logic counted they come out higher (reported in :func:`evaluate`).
+spare; a sector program: one codeword, 9088 bits, or a small page and its 896 parity bits), ONFI
+4.9 pJ/bit on every byte crossing it (broadcasts once per channel), DRAM 7.0 pJ/bit, NPU 4.60 W
+/ 32 TOPS per op. ``logic`` (Table I's 6.98 + 5.24 mW per plane x tR per page read) is reported
+and, CALIBRATED, left out of ``total`` unless ``count_logic_energy``: Fig. 16's ratios (0.75 /
+0.98 of Base-1 at 10K) are those of access energy; with logic counted they come out higher
+(reported in :func:`evaluate`).
 
 **Capacity (OOM).** Weights (all stored parameters) against the weight dies; KV (``2 L H_kv dh
 kv t``) against Base-1's DRAM, Base-2's NAND plus the IFC dies' spare space (decision: the OPT-30B
@@ -71,7 +77,7 @@ beside it. Fig. 12 is BF16 ("full-precision LLMs"), geomean over the five models
 speedups over Base-2 are the best D split's. Contexts are decimal (1K = 1,000).
 
 **Where the model departs from the paper** (:func:`evaluate` has the numbers; the gate bands are
-met): (1) KVNAND-C over KVNAND-D at 128 is ~1.17x, not 1.05x, and D alone over Base-1 ~1.7x (the
+met): (1) KVNAND-C over KVNAND-D at 128 is ~1.18x, not 1.05x, and D alone over Base-1 ~1.66x (the
 paper implies 1.98 / 1.05 = 1.89x): in MHA models every head group's attention costs at least
 two page streams (tR + ECC + MAC) and three exchanges in series, H_kv x L times a token; the
 paper gives no figure that would shrink this. (2) HG pipelining at 10K: best 0.86 of ``serial``
@@ -80,7 +86,12 @@ paper gives no figure that would shrink this. (2) HG pipelining at 10K: best 0.8
 1.9 %); LLaMA3.1-8B 3.1 % (GQA "diminished", as in the paper) but LLaMA3.1-70B 1.3 % (its 80
 layers of 44-B slices fill about a page per token in generation order). (4) LLaMA3.1-8B at 100K:
 ~8.5 tokens/s (paper ~10). (5) Fig. 15: for LLaMA3.1-70B W4A16 the best D beats KVNAND-C-8
-from 10K on (the paper: beyond 2K; at 2K C-8 is ~8 % faster here).
+from 10K on (the paper: beyond 2K; at 2K C-8 is ~10 % faster here). (6) Attend pages cost G x
+a GEMV page's MACs, as on the RTL (§IV-C balances the Logit page): a W8A8 Attend page shared by
+8 query heads takes 2,048 cycles + latency = 5.1 us on 16 FMACs, more than tR. So
+LLaMA3.1-70B W8A8's Fig. 15 cells at 10K-100K are 1-7 % slower than with Attend costed as a
+GEMV page (the best of each context 3-4 %), and its best split at 50K is D-(5+3) (D-(6+2)
+with the GEMV cost); the emit, once per head group, adds under 1 % elsewhere.
 CALIBRATED choices, each a documented parameter reported both ways: ``moe_layout`` (striped
 experts put Mixtral's 100K speedup over Base-2 at ~2.8x, above LLaMA3.1-70B's, against the
 paper's 2.1x and its ranking; ``expert_planes`` gives ~1.95x) and ``count_logic_energy``.
@@ -94,8 +105,16 @@ from functools import lru_cache
 
 import numpy as np
 
+from memwall.golden.kvnand.pages import (
+    flushed_pages,
+    mapped_pages,
+    naive_mean,
+    naive_pages,
+    stream_pages,
+    stream_time,
+    write_ops,
+)
 from memwall.golden.kvnand.systems import (
-    BUFFER_READINGS,
     DRAM_READINGS,
     FORMATS,
     MODELS,
@@ -105,6 +124,7 @@ from memwall.golden.kvnand.systems import (
     System,
     base1,
     base2,
+    buffer_readings,
     cost,
     kvnand_c,
     kvnand_d,
@@ -118,62 +138,11 @@ LATENCY_KEYS = ("qkv", "attention", "o_proj", "ffn", "lm_head", "kv_write", "tra
 ENERGY_KEYS = ("flash_read", "flash_program", "onfi", "dram", "npu")
 
 
-# --- pages of a KV stream ---------------------------------------------------------------------
-
-def mapped_pages(ctx: int, slice_bytes: float, page: int) -> int:
-    """Page-level mapping: one stream's slices packed back to back in its own pages."""
-    return math.ceil(ctx * slice_bytes / page)
-
-
-@lru_cache(maxsize=4096)
-def naive_pages(ctx: int, slice_bytes: int, streams: int, stream: int, page: int) -> int:
-    """Generation order: pages touched by stream ``stream`` of ``streams`` interleaved ones."""
-    o = (np.arange(ctx, dtype=np.int64) * streams + stream) * slice_bytes
-    a, b = o // page, (o + slice_bytes - 1) // page
-    return int((b - a + 1).sum() - np.count_nonzero(a[1:] == b[:-1]))
-
-
-def _naive_mean(ctx: int, slice_bytes: int, streams: int, page: int) -> float:
-    picks = sorted({int(round(x)) for x in np.linspace(0, streams - 1, min(streams, 64))})
-    return sum(naive_pages(ctx, slice_bytes, streams, s, page) for s in picks) / len(picks)
-
-
-def flushed_pages(ctx: int, slice_bytes: float, p: Params) -> int:
-    """A stream flushed every token, one partial-page program of whole ECC sectors each."""
-    return math.ceil(ctx * math.ceil(slice_bytes / p.sector_bytes) / p.sectors_per_page)
-
-
-def _stream_pages(p: Params, ctx: int, sl: int, streams: int, open_streams) -> float:
-    if p.kv_mapping == "naive":
-        return _naive_mean(ctx, sl, streams, p.page_bytes)
-    full = mapped_pages(ctx, sl, p.page_bytes)
-    if open_streams is None or open_streams >= streams:
-        return full
-    f = open_streams / streams
-    return f * full + (1 - f) * flushed_pages(ctx, sl, p)
-
-
-def _write_ops(p: Params, sl: int, streams: int, open_streams) -> tuple[float, int]:
-    """(full pages, sector programs) per token for ``streams`` streams of ``sl`` bytes."""
-    if p.kv_mapping == "naive" or open_streams is None or open_streams >= streams:
-        return streams * sl / p.page_bytes, 0
-    return open_streams * sl / p.page_bytes, (streams - open_streams) * math.ceil(
-        sl / p.sector_bytes)
-
-
-def _stream(p: Params, pages: float, operand_bytes: float, reuse: int = 1) -> float:
-    """Time for ``pages`` pages on one plane through read -> ECC -> MAC."""
-    if pages <= 0:
-        return 0.0
-    mac = p.t_mac(operand_bytes, reuse)
-    return pages * max(p.t_read, p.t_ecc, mac) + p.t_ecc + mac
-
-
 # --- one decode step ----------------------------------------------------------------------------
 
 class _Step:
-    def __init__(self, p: Params):
-        self.p = p
+    def __init__(self, p: Params, fmt: str):
+        self.p, self.fmt = p, fmt
         self.t = dict.fromkeys(LATENCY_KEYS, 0.0)
         self.e = dict.fromkeys((*ENERGY_KEYS, "logic"), 0.0)
         self.attention_read = 0.0      # flash (or DRAM/ONFI) read time of attention
@@ -202,7 +171,7 @@ class _Step:
         p = self.p
         planes = planes or dies * p.planes_per_die
         pages = math.ceil(weights * p.stored(f.weight) / p.page_bytes)
-        t_arr = _stream(p, math.ceil(pages / planes), f.weight)
+        t_arr = stream_time(p, math.ceil(pages / planes), p.t_mac(self.fmt, "gemv"))
         ch = min(dies, p.channels)
         t_io = n_in * f.act / p.onfi_bw + n_out * f.act / (ch * p.onfi_bw) + p.t_exchange
         self.t[key] += t_arr
@@ -210,6 +179,16 @@ class _Step:
         self.read(pages)
         self.io((n_in * ch + n_out) * f.act)
         return t_arr + t_io
+
+
+def _logit_attend(st: _Step, pages: int, heads: int, width: int, emits: int = 1) -> float:
+    """One plane's Logit over ``pages`` K pages, then Attend over as many V pages, ``heads``
+    query heads sharing each page; the Attend sums (``heads x width``) are emitted ``emits``
+    times (once per head group's V stream on the plane)."""
+    p, fmt = st.p, st.fmt
+    return (stream_time(p, pages, p.t_mac(fmt, "logit", heads))
+            + stream_time(p, pages, p.t_mac(fmt, "attend", heads),
+                          p.t_emit(fmt, heads, width), emits))
 
 
 def _ffn(st: _Step, m: Model, f: Format, dies: int):
@@ -230,9 +209,8 @@ def _attention_c(st: _Step, m: Model, f: Format, ctx: int, dies: int) -> None:
     planes = dies * p.planes_per_die
     ph = planes // (m.heads + 2 * m.kv_heads)
     sl = math.ceil(math.ceil(m.head_dim / ph) * p.stored(f.kv))
-    pages = _stream_pages(p, ctx, sl, m.layers, p.c_open_streams)
-    pp = math.ceil(pages)
-    t_read = _stream(p, pp, f.kv, m.group) + _stream(p, pp, f.kv)
+    pages = stream_pages(p, ctx, sl, m.layers, p.c_open_streams)
+    t_read = _logit_attend(st, math.ceil(pages), m.group, math.ceil(m.head_dim / ph))
     ch = min(dies, p.channels)
     xfer = (2 * m.heads * ctx + 2 * m.heads * m.head_dim) * f.act
     st.t["attention"] += t_read + xfer / (ch * p.onfi_bw) + 3 * p.t_exchange
@@ -247,8 +225,8 @@ def _hg_pipeline(st: _Step, m: Model, f: Format, ctx: int, g1: int, g2: int) -> 
     P1, P2 = g1 * p.planes_per_die, g2 * p.planes_per_die
     bw1, bw2 = min(g1, p.channels) * p.onfi_bw, min(g2, p.channels) * p.onfi_bw
     n, g, dh, a = m.kv_heads, m.group, m.head_dim, f.act
-    pk = _stream_pages(p, ctx, math.ceil(dh * p.stored(f.kv)), 2 * m.layers * n,
-                       p.d_open_streams)
+    pk = stream_pages(p, ctx, math.ceil(dh * p.stored(f.kv)), 2 * m.layers * n,
+                      p.d_open_streams)
     qkv_pages = math.ceil(m.hidden * m.qkv_rows * p.stored(f.weight) / p.page_bytes)
     st.read(qkv_pages + 2 * n * pk)
     st.io((m.hidden * min(g1, p.channels) + m.qkv_rows + 2 * m.heads * (ctx + dh)) * a)
@@ -256,21 +234,23 @@ def _hg_pipeline(st: _Step, m: Model, f: Format, ctx: int, g1: int, g2: int) -> 
     softmax = p.npu_elem_ops * m.heads * ctx / p.npu_ops
     st.t["npu"] -= softmax
     st.t["transfers"] += m.hidden * a / p.onfi_bw + p.t_exchange      # input broadcast
-    t_qkv = (_stream(p, math.ceil(qkv_pages / P1), f.weight) + m.qkv_rows * a / bw1
+    mac_qkv = p.t_mac(st.fmt, "gemv")
+    t_qkv = (stream_time(p, math.ceil(qkv_pages / P1), mac_qkv) + m.qkv_rows * a / bw1
              + m.heads * dh * a / bw2 + p.t_exchange)
     if p.hg_mode == "batched":                              # all heads' pages at once
         pp = math.ceil(n * pk / P2)
-        t_rd = _stream(p, pp, f.kv, g) + _stream(p, pp, f.kv)
+        # A plane's pages come from min(n, pp) head groups, each ending with an emit.
+        t_rd = _logit_attend(st, pp, g, dh, min(n, pp))
         st.t["qkv"] += t_qkv
         st.t["attention"] += (t_rd + (2 * m.heads * ctx + m.heads * dh) * a / bw2
                               + 3 * p.t_exchange + softmax)
         st.attention_read += t_rd
         return
     pp = math.ceil(pk / P2)
-    t_rd = _stream(p, pp, f.kv, g) + _stream(p, pp, f.kv)
+    t_rd = _logit_attend(st, pp, g, dh)
     b = t_rd + (2 * g * ctx + g * dh) * a / bw2 + 3 * p.t_exchange + softmax / n
-    period = max(p.t_read, p.t_ecc, p.t_mac(f.weight))
-    drain = p.t_ecc + p.t_mac(f.weight)
+    period = max(p.t_read, p.t_ecc, mac_qkv)
+    drain = p.t_ecc + mac_qkv
     hg_out = (g + 2) * dh * a / bw1 + g * dh * a / bw2 + p.t_exchange
     end = ready = 0.0
     for i in range(1, n + 1):
@@ -291,7 +271,7 @@ def _attention_base(st: _Step, s: System, m: Model, f: Format, ctx: int) -> None
         st.e["dram"] += kv_layer * 8 * p.e_dram_bit
     else:
         sl = math.ceil(2 * m.kv_heads * m.head_dim * p.stored(f.kv))
-        pages = _naive_mean(ctx, sl, m.layers, p.page_bytes)
+        pages = naive_mean(ctx, sl, m.layers, p.page_bytes)
         t_arr = math.ceil(pages / (s.g2 * p.planes_per_die)) * p.t_read
         t_mem = max(t_arr, kv_layer / (min(s.g2, p.channels) * p.onfi_bw)) + p.t_read
         st.e["flash_read"] += pages * p.page_bits * p.e_read_bit
@@ -306,7 +286,7 @@ def _attention_base(st: _Step, s: System, m: Model, f: Format, ctx: int) -> None
 def _kv_write(st: _Step, s: System, m: Model, f: Format) -> None:
     p = st.p
     kv_tok = m.kv_bytes_per_token(p.stored(f.kv))
-    prog_page, prog_sector = p.page_bits * p.e_prog_bit, p.ecc_n * p.e_prog_bit
+    prog_page, prog_sector = p.page_bits * p.e_prog_bit, p.codeword_bits * p.e_prog_bit
     if s.kind == "base1":
         st.t["kv_write"] += kv_tok / (p.channels * p.dram_bw)
         st.e["dram"] += kv_tok * 8 * p.e_dram_bit
@@ -314,7 +294,7 @@ def _kv_write(st: _Step, s: System, m: Model, f: Format) -> None:
     if s.kind == "kvnand_c":
         ph = s.g1 * p.planes_per_die // (m.heads + 2 * m.kv_heads)
         sl = math.ceil(math.ceil(m.head_dim / ph) * p.stored(f.kv))
-        full, sectors = _write_ops(p, sl, m.layers, p.c_open_streams)
+        full, sectors = write_ops(p, sl, m.layers, p.c_open_streams)
         st.t["kv_write"] += (full + sectors) * p.t_prog
         planes = 2 * m.kv_heads * ph
         st.e["flash_program"] += planes * (full * prog_page + sectors * prog_sector)
@@ -322,8 +302,8 @@ def _kv_write(st: _Step, s: System, m: Model, f: Format) -> None:
     if s.kind == "base2":
         full, sectors = kv_tok / p.page_bytes, 0
     else:
-        full, sectors = _write_ops(p, math.ceil(m.head_dim * p.stored(f.kv)),
-                                   2 * m.layers * m.kv_heads, p.d_open_streams)
+        full, sectors = write_ops(p, math.ceil(m.head_dim * p.stored(f.kv)),
+                                  2 * m.layers * m.kv_heads, p.d_open_streams)
     st.t["kv_write"] += (full + sectors) * p.t_prog / (s.g2 * p.planes_per_die)
     st.e["flash_program"] += full * prog_page + sectors * prog_sector
     st.io(kv_tok)
@@ -356,7 +336,7 @@ def _decode(s: System, m: Model, ctx: int, fmt: str) -> dict:
     if s.kind == "kvnand_c" and s.g1 * p.planes_per_die < m.heads + 2 * m.kv_heads:
         raise ValueError(f"{s.name}: {s.g1 * p.planes_per_die} planes < {m.name}'s "
                          f"{m.heads + 2 * m.kv_heads} heads (head parallelism needs one each)")
-    st = _Step(p)
+    st = _Step(p, fmt)
     dies = s.g1
     st.npu(p.npu_elem_ops * (4 * m.hidden + (m.heads + m.kv_heads) * m.head_dim))
     if s.kind == "kvnand_d":
@@ -445,15 +425,17 @@ def _ms(r) -> float | None:
     return round(r["latency_s"] * 1e3, 4) if _ok(r) else None
 
 
-def headline(p: Params = DEFAULT, models=tuple(MODELS), contexts=CONTEXTS) -> dict:
-    """Fig. 12 (BF16, 16 dies): every system per model and context, the geomean speedups over
-    Base-1 (models where Base-1 fits), the 100K speedups of the best D split over Base-2."""
+def headline(p: Params = DEFAULT, models=tuple(MODELS), contexts=CONTEXTS,
+             fmt: str = "bf16") -> dict:
+    """Fig. 12 (BF16 unless ``fmt``, 16 dies): every system per model and context, the geomean
+    speedups over Base-1 (models where Base-1 fits), the 100K speedups of the best D split over
+    Base-2."""
     rows = []
     for name in models:
         for ctx in contexts:
-            b1, b2 = decode_step(base1(p), name, ctx), decode_step(base2(p), name, ctx)
-            c, d = decode_step(kvnand_c(16, p), name, ctx), best_d(name, ctx, p=p)
-            k = best_kvnand(name, ctx, p=p)
+            b1, b2 = decode_step(base1(p), name, ctx, fmt), decode_step(base2(p), name, ctx, fmt)
+            c, d = decode_step(kvnand_c(16, p), name, ctx, fmt), best_d(name, ctx, fmt, p=p)
+            k = best_kvnand(name, ctx, fmt, p=p)
             rows.append({"model": name, "context": ctx, "base1_ms": _ms(b1), "base2_ms": _ms(b2),
                          "kvnand_c16_ms": _ms(c), "kvnand_d_ms": _ms(d),
                          "kvnand_d_split": [d["g1"], d["g2"]] if d else None,
@@ -466,23 +448,28 @@ def headline(p: Params = DEFAULT, models=tuple(MODELS), contexts=CONTEXTS) -> di
             key: _geo(r["base1_ms"] / r[f"{key}_ms"] for r in sel if r[f"{key}_ms"])
             for key in ("kvnand", "kvnand_d", "kvnand_c16")} | {"models": len(sel)}
     at = {(r["model"], r["context"]): r for r in rows}
+    # Ratios over the models where both systems fit (all of them at the paper's parameters).
     if 128 in contexts:
         out["c_over_d_128"] = _geo(at[m, 128]["kvnand_d_ms"] / at[m, 128]["kvnand_c16_ms"]
-                                   for m in models if at[m, 128]["kvnand_c16_ms"])
+                                   for m in models
+                                   if at[m, 128]["kvnand_c16_ms"] and at[m, 128]["kvnand_d_ms"])
     if 100_000 in contexts:
-        sp = {m: at[m, 100_000]["base2_ms"] / at[m, 100_000]["kvnand_d_ms"] for m in models}
+        sp = {m: at[m, 100_000]["base2_ms"] / at[m, 100_000]["kvnand_d_ms"] for m in models
+              if at[m, 100_000]["base2_ms"] and at[m, 100_000]["kvnand_d_ms"]}
         out["d_over_base2_100k"] = sp
         out["ranking_kept"] = sorted(sp, key=sp.get) == sorted(
             [m for m in PAPER["d_over_base2_100k"] if m in sp], key=PAPER["d_over_base2_100k"].get)
         if "LLaMA3.1-8B" in models:
-            out["llama31_8b_100k_tokens_per_s"] = 1e3 / at["LLaMA3.1-8B", 100_000]["kvnand_d_ms"]
+            d_ms = at["LLaMA3.1-8B", 100_000]["kvnand_d_ms"]
+            out["llama31_8b_100k_tokens_per_s"] = 1e3 / d_ms if d_ms else None
     return out
 
 
-def geomean_speedup_vs_base1(contexts=(128, 1024, 10240), p: Params = DEFAULT) -> dict:
+def geomean_speedup_vs_base1(contexts=(128, 1024, 10240), p: Params = DEFAULT,
+                             fmt: str = "bf16") -> dict:
     """Context (a string: ``memwall model kvnand --json``'s key) -> the geomean over the
-    models where Base-1 fits of the best KVNAND's speedup over Base-1 (BF16, 16 dies)."""
-    h = headline(p, contexts=tuple(contexts))
+    models where Base-1 fits of the best KVNAND's speedup over Base-1 (``fmt``, 16 dies)."""
+    h = headline(p, contexts=tuple(contexts), fmt=fmt)
     return {str(c): h["geomean_vs_base1"][c]["kvnand"] for c in contexts}
 
 
@@ -492,13 +479,17 @@ def energy(p: Params = DEFAULT) -> dict:
     for name in ("LLaMA2-7B", "LLaMA3.1-70B"):
         for ctx, ref in ((10_000, base1), (30_000, base1), (100_000, base2)):
             k, b = best_kvnand(name, ctx, p=p), decode_step(ref(p), name, ctx)
+            if k is None:                   # no KVNAND fits (not at the paper's parameters)
+                out.setdefault(name, {})[ctx] = {"vs": b["system"], "ratio": None,
+                                                 "kvnand": None, "base_oom": b["oom"]}
+                continue
             out.setdefault(name, {})[ctx] = {
                 "vs": b["system"], "ratio": k["energy_J"] / b["energy_J"], "kvnand": k["system"],
                 "kvnand_J": k["energy_J"], "base_J": b["energy_J"], "base_oom": b["oom"],
                 "kvnand_energy": k["energy"], "base_energy": b["energy"]}
     out["geomean_gain_vs_base1"] = {
-        ctx: _geo(1 / out[m][ctx]["ratio"] for m in ("LLaMA2-7B", "LLaMA3.1-70B"))
-        for ctx in (10_000, 30_000)}
+        ctx: _geo(1 / out[m][ctx]["ratio"] for m in ("LLaMA2-7B", "LLaMA3.1-70B")
+                  if out[m][ctx]["ratio"]) for ctx in (10_000, 30_000)}
     return out
 
 
@@ -509,19 +500,23 @@ def ablations(p: Params = DEFAULT) -> dict:
     for name in MODELS:
         for ctx in (1_000, 10_000, 100_000):
             d = best_d(name, ctx, p=p)
-            on = kvnand_d(d["g1"], d["g2"], p)
+            on = kvnand_d(d["g1"], d["g2"], p) if d else None
             hg.setdefault(name, {})[ctx] = {
                 mode: d["latency_s"] / decode_step(on.with_params(hg_mode=mode), name,
-                                                   ctx)["latency_s"]
+                                                   ctx)["latency_s"] if d else None
                 for mode in ("serial", "batched")}
             entry = {}
             for label, s in (("kvnand_c16", kvnand_c(16, p)), ("kvnand_d", on)):
+                if s is None:               # no D split fits (not at the paper's parameters)
+                    entry[label] = None
+                    continue
                 page = decode_step(s, name, ctx)["attention_read_s"]
                 naive = decode_step(s.with_params(kv_mapping="naive"), name, ctx)
                 entry[label] = page / naive["attention_read_s"]
             mapping.setdefault(name, {})[ctx] = entry
     return {"hg_pipeline_latency_ratio": hg,
-            "hg_min_at_10k": {mode: min(v[10_000][mode] for v in hg.values())
+            "hg_min_at_10k": {mode: min((v[10_000][mode] for v in hg.values()
+                                         if v[10_000][mode]), default=None)
                               for mode in ("serial", "batched")},
             "mapping_read_time_ratio": mapping}
 
@@ -542,10 +537,13 @@ def dse(p: Params = DEFAULT, dies: int = 8) -> dict:
     d_cells = lambda row: {k: v for k, v in row["cells"].items() if k[0] == "D" and v}  # noqa: E731
     out["checks"] = {
         "70b_w4a16_best_100k": w4[100_000]["best"],
-        "70b_w4a16_d_beats_c_from": [c for c in DSE_CONTEXTS if min(d_cells(w4[c]).values())
+        "70b_w4a16_d_beats_c_from": [c for c in DSE_CONTEXTS
+                                     if min(d_cells(w4[c]).values(), default=math.inf)
                                      < (w4[c]["cells"][f"C-{dies}"] or math.inf)],
-        "w4a16_faster_than_w8a8_70b": {c: min(v for v in w4[c]["cells"].values() if v) <
-                                       min(v for v in w8[c]["cells"].values() if v)
+        "w4a16_faster_than_w8a8_70b": {c: min((v for v in w4[c]["cells"].values() if v),
+                                              default=math.inf) <
+                                       min((v for v in w8[c]["cells"].values() if v),
+                                           default=math.inf)
                                        for c in DSE_CONTEXTS},
         "opt30b_w4a16_100k_all_oom": all(v is None for v in
                                          out["OPT-30B w4a16"][100_000]["cells"].values())}
@@ -591,7 +589,7 @@ def evaluate(p: Params = DEFAULT) -> dict:
            "headline": main, "energy": energy(p), "ablations": ablations(p), "dse": dse(p),
            "cost": cost(), "motivation": motivation(),
            "inconsistencies": {"dram_capacity": dram_readings(main), "kv_buffer": {}}}
-    for name, kw in BUFFER_READINGS.items():
+    for name, kw in buffer_readings(p).items():
         q = Params(**{**asdict(p), **kw})
         h = main if q == p else headline(q, contexts=(128, 1_000, 10_000, 100_000))
         out["inconsistencies"]["kv_buffer"][name] = {

@@ -3,6 +3,9 @@ paper's cost arithmetic. The latency/energy equations are in :mod:`memwall.golde
 
 Parameters (:class:`Params`) default to the paper's Table I and text; a field the paper does not
 give is a *decision*, marked as such beside it. Units: seconds, joules, bytes, bytes/s.
+:meth:`Params.from_config` reads the PE, page, buffers, flash die, ECC rate and channels from a
+KVNAND config (``configs/kvnand_paper.yaml`` gives these defaults); a page smaller than one
+BCH(9088,8192) codeword is one shortened codeword (:attr:`Params.sector_bytes`).
 
 Systems (:class:`System`, one frozen object per configuration):
 
@@ -30,16 +33,19 @@ Two paper inconsistencies are parameters, each with its two readings named:
   stream is buffered, as the paper assumes. ``buffer_limited``: ``8 KB // 4 KB = 2`` streams per
   plane (C) and ``5 MiB // 4 KiB = 1280`` streams (D's SoC buffer; D has ``2 L H_kv`` streams)
   are buffered; the rest are flushed every token with a partial-page program of one ECC sector
-  (a BCH(9088, 8192) codeword, 1 KiB, 4 per page), costed in the model.
+  (a BCH(9088, 8192) codeword, 1 KiB, 4 per page), costed in the model. Both readings for
+  other buffers and pages: :func:`buffer_readings`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 __all__ = ["GiB", "Params", "System", "Model", "Format", "MODELS", "FORMATS", "DRAM_READINGS",
-           "BUFFER_READINGS", "MOE_LAYOUTS", "HG_MODES", "base1", "base2", "kvnand_d",
-           "kvnand_c", "cost"]
+           "BUFFER_READINGS", "MOE_LAYOUTS", "HG_MODES", "SYSTEM_GRAMMAR", "MAX_DIES", "base1",
+           "base2", "kvnand_d", "kvnand_c", "buffer_readings", "BUFFER_KIB_GRAMMAR",
+           "buffer_kib_readings", "parse_system", "cost"]
 
 GiB = 2 ** 30
 
@@ -59,7 +65,8 @@ HG_MODES = ("pipelined", "serial", "batched")
 
 @dataclass(frozen=True)
 class Params:
-    """Hardware parameters. Table I unless marked *decision*."""
+    """Hardware parameters. Table I unless marked *decision*; :meth:`from_config` takes them
+    from a KVNAND config (the paper's values in ``configs/kvnand_paper.yaml``)."""
     # Flash array (SLC, Table I): 4 KB + 448 B pages, 768 pages/block, 177 blocks/plane.
     page_bytes: int = 4096
     spare_bytes: int = 448
@@ -70,7 +77,8 @@ class Params:
     t_prog: float = 75e-6
     e_read_bit: float = 3e-12            # per physical bit sensed (data + spare; decision)
     e_prog_bit: float = 7.5e-12          # per physical bit programmed
-    # On-die ECC: BCH(9088, 8192, t=64) decoder at 14.6 Gb/s per plane.
+    # On-die ECC: BCH(9088, 8192, t=64) decoder at 14.6 Gb/s per plane (a smaller page: one
+    # shortened codeword, see ``sector_bytes``).
     ecc_n: int = 9088
     ecc_k: int = 8192
     ecc_rate: float = 14.6e9
@@ -80,6 +88,8 @@ class Params:
     fmacs_per_plane: int = 16
     f_mac: float = 400e6
     pe_mul_stages: int = 1               # the PE's FP32 multiplier depth (kvnand_pe.latency)
+    pe_max_heads: int = 8                # most query heads of one PE command (config max_heads;
+    #                                      at most fmacs_per_plane are used)
     logic_power_per_plane: float = 6.98e-3 + 5.24e-3
     c_kv_buffer: int = 8 * 1024
     # SoC: NPU 32 TOPS at 4.60 W; KVNAND-D's 5 MB SRAM KV buffer (read as MiB: decision).
@@ -117,12 +127,40 @@ class Params:
             raise ValueError(f"scale_group={self.scale_group}: must be >= 1")
         if self.kv_mapping not in ("page", "naive"):
             raise ValueError(f"kv_mapping={self.kv_mapping!r}: allowed 'page', 'naive'")
-        if self.page_bytes * 8 % self.ecc_k:
-            raise ValueError("page_bytes must hold a whole number of ECC codewords")
+        if self.page_bytes < 1 or self.page_bytes % self.sector_bytes:
+            raise ValueError(f"page_bytes={self.page_bytes}: a whole number of "
+                             f"{self.ecc_k // 8}-byte ECC codewords, or less than one")
+        if 8 * self.spare_bytes < self.sectors_per_page * (self.ecc_n - self.ecc_k):
+            raise ValueError(f"spare_bytes={self.spare_bytes}: at least the page's ECC parity "
+                             f"({self.sectors_per_page * (self.ecc_n - self.ecc_k) // 8} bytes)")
+        n, g = self.fmacs_per_plane, self.pe_max_heads
+        if n < 1 or n & (n - 1) or g < 1 or g & (g - 1):
+            raise ValueError(f"fmacs_per_plane={n}, pe_max_heads={g}: powers of two")
         for name in ("c_open_streams", "d_open_streams"):
             v = getattr(self, name)
             if v is not None and v < 0:
                 raise ValueError(f"{name}={v}: must be None (unbounded) or >= 0")
+
+    @classmethod
+    def from_config(cls, cfg, **changes) -> Params:
+        """The parameters of a :class:`~memwall.families.kvnand.config.KvnandConfig`: its PE
+        (``n_fmac``, ``mul_stages``, ``max_heads``, ``clock_mhz``, ``group``), page, KV
+        buffers, flash die, ECC rate and channels; the rest (energies, NPU, DRAM, decisions)
+        are the defaults above, ``changes`` override any field. The spare area holds the
+        page's ECC parity (Table I's 448 B at 4 KB). The config's ``fmt`` is not a parameter:
+        the model takes a format per query (the CLI's default is the config's)."""
+        parity_bytes = (cls.ecc_n - cls.ecc_k) // 8
+        codewords = max(1, cfg.page_bytes // (cls.ecc_k // 8))
+        return cls(**{
+            "page_bytes": cfg.page_bytes, "spare_bytes": codewords * parity_bytes,
+            "pages_per_block": cfg.pages_per_block, "blocks_per_plane": cfg.blocks_per_plane,
+            "planes_per_die": cfg.planes_per_die, "t_read": cfg.t_read_us / 1e6,
+            "t_prog": cfg.t_prog_us / 1e6, "ecc_rate": cfg.ecc_gbps * 1e9,
+            "fmacs_per_plane": cfg.n_fmac, "f_mac": cfg.clock_mhz * 1e6,
+            "pe_mul_stages": cfg.mul_stages, "pe_max_heads": cfg.max_heads,
+            "c_kv_buffer": cfg.kv_buffer_bytes, "d_kv_buffer": cfg.soc_kv_buffer_kib * 1024,
+            "channels": cfg.channels, "onfi_bw": cfg.onfi_gbps * 1e9,
+            "scale_group": cfg.group, **changes})
 
     @property
     def plane_bytes(self) -> int:          # 4.1484 Gib (Table I)
@@ -137,8 +175,17 @@ class Params:
         return (self.page_bytes + self.spare_bytes) * 8
 
     @property
-    def sector_bytes(self) -> int:         # one ECC codeword's data: a partial program's unit
-        return self.ecc_k // 8
+    def sector_bytes(self) -> int:
+        """Data bytes of one ECC codeword, the unit of a partial-page program: BCH(9088,
+        8192)'s 1 KiB. *Decision* for a page smaller than that (kvnand_small's 256 B): the page
+        is one codeword of the same code shortened to it (as BCH(9088,8192) is shortened from
+        BCH(16383,15487)): the same 896 parity bits, so the same t = 64, a decode of
+        ``8 page + 896`` bits, and no partial-page program (the sector is the page)."""
+        return min(self.ecc_k // 8, self.page_bytes)
+
+    @property
+    def codeword_bits(self) -> int:        # one codeword: a sector's data and the parity
+        return 8 * self.sector_bytes + self.ecc_n - self.ecc_k
 
     @property
     def sectors_per_page(self) -> int:
@@ -146,27 +193,63 @@ class Params:
 
     @property
     def t_ecc(self) -> float:              # decode one page's codewords
-        return self.sectors_per_page * self.ecc_n / self.ecc_rate
+        return self.sectors_per_page * self.codeword_bits / self.ecc_rate
 
     def stored(self, element_bytes: float) -> float:
         """Bytes stored per element: integer formats add their group scales' share."""
         return element_bytes + (2 / self.scale_group if element_bytes < 2 else 0)
 
-    def t_mac(self, operand_bytes: float, reuse: int = 1) -> float:
-        """MAC time of one page: ``page / operand_bytes`` elements, each used ``reuse`` times
-        (the Q heads sharing a KV head), on ``fmacs_per_plane`` FMACs: the plane PE's cycles
-        for the page (:func:`memwall.golden.kvnand.pe.page_cycles`, MACs / FMACs plus its
-        pipeline latency; the RTL's count, checked by ``tests/kvnand/test_sim_kvnand_pe.py``)."""
+    def _pe_command(self, fmt: str, mode: str, heads: int) -> tuple[int, int, int, bool]:
+        """(elements of a whole page, heads of one PE command, commands on the page, the
+        PE has dequantisers)."""
+        from memwall.families.kvnand.config import KINDS, MODES, page_kind
+
+        kind = page_kind(fmt, mode)
+        if heads < 1 or (mode == "gemv" and heads != 1):
+            raise ValueError(f"heads={heads}: 1 for gemv, >= 1 for logit and attend")
+        pe_heads = 1 << (heads - 1).bit_length()           # the PE's G: a power of two
+        per = min(pe_heads, self.pe_max_heads, self.fmacs_per_plane)   # a lane column a head
+        scaled = any(page_kind(fmt, m) != "bf16" for m in MODES)
+        return 8 * self.page_bytes // KINDS[kind], per, pe_heads // per, scaled
+
+    def mac_cycles(self, fmt: str, mode: str, heads: int = 1) -> int:
+        """The plane PE's cycles for one whole page of ``fmt``'s ``mode`` kind, ``heads`` query
+        heads sharing it (LOGIT, ATTEND; rounded up to a power of two):
+        :func:`memwall.golden.kvnand.pe.page_cycles` with its ``latency``, the RTL's count
+        (``tests/kvnand/test_sim_kvnand_model_cost.py``). The PE is the config's built for
+        ``fmt`` (its dequantisers in the pipeline when a page kind of ``fmt`` is an integer).
+        An ATTEND page here does not emit (see :meth:`emit_cycles`). *Decision*: more heads
+        than one command takes (``pe_max_heads``, at most ``fmacs_per_plane``) run as several
+        commands on the page held in the page register, as many heads each (an ATTEND stream
+        then needs that many times the RTL's accumulators)."""
         from memwall.golden.kvnand import pe as kvnand_pe
 
-        elements = int(self.page_bytes / operand_bytes)
-        heads = 1 << max(0, (reuse - 1).bit_length())      # the PE's G: a power of two
-        mode = "gemv" if reuse == 1 else "logit"
-        latency = kvnand_pe.latency(self.fmacs_per_plane, self.pe_mul_stages,
-                                    operand_bytes < 2, mode, heads)
-        cycles = kvnand_pe.page_cycles(mode, 1, elements, reuse, self.fmacs_per_plane,
-                                       latency)
-        return cycles / self.f_mac
+        elements, per, commands, scaled = self._pe_command(fmt, mode, heads)
+        latency = kvnand_pe.latency(self.fmacs_per_plane, self.pe_mul_stages, scaled, mode,
+                                    per)
+        return commands * kvnand_pe.page_cycles(mode, 1, elements, per,
+                                                self.fmacs_per_plane, latency)
+
+    def t_mac(self, fmt: str, mode: str, heads: int = 1) -> float:
+        """MAC time of one page (:meth:`mac_cycles` at ``f_mac``)."""
+        return self.mac_cycles(fmt, mode, heads) / self.f_mac
+
+    def emit_cycles(self, fmt: str, heads: int, width: int) -> int:
+        """What an ATTEND command with ``emit`` takes beyond the same one without: its
+        ``heads x width`` sums streamed out and the emit's turnaround. The PE keeps a head
+        group's sums across the pages of its V stream and emits once, after the stream's
+        last page (``hdl/kvnand/pe.py``); the model charges it so, once per stream a plane
+        reads."""
+        from memwall.golden.kvnand import pe as kvnand_pe
+
+        _, per, commands, scaled = self._pe_command(fmt, "attend", heads)
+        n, stages = self.fmacs_per_plane, self.pe_mul_stages
+        turnaround = (kvnand_pe.latency(n, stages, scaled, "attend", per, emit=True)
+                      - kvnand_pe.latency(n, stages, scaled, "attend", per))
+        return commands * (per * width + turnaround)
+
+    def t_emit(self, fmt: str, heads: int, width: int) -> float:
+        return self.emit_cycles(fmt, heads, width) / self.f_mac
 
 
 @dataclass(frozen=True)
@@ -189,8 +272,43 @@ class System:
         return {"base1": "Base-1", "base2": "Base-2", "kvnand_d": f"KVNAND-D-({self.g1}+{self.g2})",
                 "kvnand_c": f"KVNAND-C-{self.g1}"}[self.kind]
 
+    @property
+    def spec(self) -> str:
+        """The name :func:`parse_system` reads."""
+        return {"kvnand_d": f"kvnand_d:{self.g1}+{self.g2}",
+                "kvnand_c": f"kvnand_c:{self.g1}"}.get(self.kind, self.kind)
+
     def with_params(self, **changes) -> System:
         return replace(self, params=replace(self.params, **changes))
+
+
+#: Most dies of a system given by name (the model's cost does not grow with them; the sweep's
+#: jobs do, one decode step per system).
+MAX_DIES = 1024
+#: How a system is named on the command line (``memwall model kvnand --system``, ``--systems``).
+SYSTEM_GRAMMAR = ("base1, base2, kvnand_c:X (KVNAND-C-X: X dies) or kvnand_d:G1+G2 "
+                  "(KVNAND-D-(G1+G2): G1 weight dies + G2 KV-cache dies), each count 1.."
+                  f"{MAX_DIES}")
+
+
+def _whole(text: str) -> bool:
+    """A whole number in ASCII digits (``int`` takes others as well)."""
+    return text.isascii() and text.isdigit()
+
+
+def parse_system(spec: str, params: Params = Params()) -> System:
+    """The system ``spec`` names (:data:`SYSTEM_GRAMMAR`); a ValueError names the spec and
+    what is allowed."""
+    kind, colon, dies = str(spec).strip().partition(":")
+    counts = dies.split("+")
+    ok = all(_whole(c) and 1 <= int(c) <= MAX_DIES for c in counts)
+    if kind in ("base1", "base2") and not colon:
+        return (base1 if kind == "base1" else base2)(params)
+    if kind == "kvnand_c" and ok and len(counts) == 1:
+        return kvnand_c(int(counts[0]), params)
+    if kind == "kvnand_d" and ok and len(counts) == 2:
+        return kvnand_d(int(counts[0]), int(counts[1]), params)
+    raise ValueError(f"system {spec!r}: allowed {SYSTEM_GRAMMAR}")
 
 
 def base1(params: Params = Params()) -> System:
@@ -284,12 +402,36 @@ MODELS = {m.name: m for m in (
 #: Base-1 DRAM capacity, both readings (module docstring).
 DRAM_READINGS = {"table_per_channel": 16 * GiB, "oom_statements": 2 * GiB}
 
-#: Open KV streams: (KVNAND-C per plane, KVNAND-D in the SoC buffer); None = unbounded.
-BUFFER_READINGS = {
-    "paper_sufficient": {"c_open_streams": None, "d_open_streams": None},
-    "buffer_limited": {"c_open_streams": Params().c_kv_buffer // Params().page_bytes,
-                       "d_open_streams": Params().d_kv_buffer // Params().page_bytes},
-}
+def buffer_readings(params: Params = Params()) -> dict[str, dict]:
+    """Open KV streams of both readings (KVNAND-C per plane, KVNAND-D in the SoC buffer;
+    None = unbounded) for ``params``' buffers and page."""
+    return {"paper_sufficient": {"c_open_streams": None, "d_open_streams": None},
+            "buffer_limited": {"c_open_streams": params.c_kv_buffer // params.page_bytes,
+                               "d_open_streams": params.d_kv_buffer // params.page_bytes}}
+
+
+#: Both readings at Table I's buffers and page (:func:`buffer_readings`).
+BUFFER_READINGS = buffer_readings()
+
+#: How ``--buffer-kib`` names a KV buffer size.
+BUFFER_KIB_GRAMMAR = ("C/D: KVNAND-C's KV buffer per plane / KVNAND-D's SoC KV buffer, in KiB "
+                      "(whole numbers >= 0, or 'all': every stream buffered), e.g. 8/5120")
+
+
+def buffer_kib_readings(values: Sequence[str], p: Params = Params()) -> dict[str, dict]:
+    """``--buffer-kib`` values (:data:`BUFFER_KIB_GRAMMAR`) -> buffer readings: the open KV
+    streams each buffer holds at ``p``'s page (a stream keeps one page open)."""
+    out = {}
+    for value in values:
+        parts = str(value).strip().split("/")
+        if len(parts) != 2 or not all(x == "all" or (_whole(x) and int(x) <= 1 << 30)
+                                      for x in parts):
+            raise ValueError(f"buffer size {value!r}: allowed {BUFFER_KIB_GRAMMAR}")
+        c, d = (None if x == "all" else int(x) * 1024 // p.page_bytes for x in parts)
+        out["/".join(parts)] = {"c_open_streams": c, "d_open_streams": d}
+    if not out:
+        raise ValueError(f"buffer sizes: give at least one ({BUFFER_KIB_GRAMMAR})")
+    return out
 
 
 def cost(capacity_gb: float = 128.0) -> dict:

@@ -1,18 +1,24 @@
 """``memwall golden|run|model kvnand``: BCH codewords and the plane PE on users' data through the
-golden models and the generated RTL (equal, bit for bit), the design-space model's JSON, and
-bad inputs (exit 2, a message naming what is wrong, no output)."""
+golden models and the generated RTL (equal, bit for bit), the design-space model's JSON at the
+config's parameters, one point and the sweep's axes from the command line, and bad inputs
+(exit 2, a message naming what is wrong, no output)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import ml_dtypes
 import numpy as np
 import pytest
 
+from memwall import paths
 from memwall.cli import main
 from memwall.config import load_config
+from memwall.files import dumps_json
 from memwall.golden.kvnand import bch, pe
+from memwall.golden.kvnand import model as km
+from memwall.golden.kvnand.systems import Params, kvnand_d, parse_system
 
 SMALL = "kvnand_small"
 
@@ -151,3 +157,132 @@ def test_model_kvnand_sweep(capsys):
     assert result["backend"] and set(result["best"]) == set(result["grid"]["buffer_readings"])
     assert main(["model", "kvnand", "--config", "kvnand_paper", "--ray", "local"]) == 2
     assert "--sweep" in capsys.readouterr().err
+
+
+# --- the design-space model reads its config; one point; the sweep's axes ----------------------
+
+def _w8a8_copy(tmp_path):
+    """kvnand_paper with W8A8 pages (and its PE's dequantisers)."""
+    text = (paths.CONFIGS / "kvnand_paper.yaml").read_text()
+    assert "\nfmt: bf16\n" in text
+    path = tmp_path / "kvnand_w8a8.yaml"
+    path.write_text(text.replace("\nfmt: bf16\n", "\nfmt: w8a8\n"))
+    return path
+
+
+def _json(capsys, argv) -> dict:
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_model_kvnand_reads_its_config(tmp_path, capsys):
+    paper, small, w8 = (_json(capsys, ["model", "kvnand", "--config", c, "--json"])
+                        for c in ("kvnand_paper", SMALL, str(_w8a8_copy(tmp_path))))
+    assert paper["params"] == dataclasses.asdict(Params())
+    assert small["params"] == dataclasses.asdict(Params.from_config(load_config(SMALL)))
+    assert (small["config"], w8["config"]) == ({"name": SMALL, "format": "w4a16"},
+                                               {"name": "kvnand_w8a8", "format": "w8a8"})
+    # Different hardware: every figure moves; the same hardware in another format: the figures
+    # in the config's format move, the paper's study (its formats fixed) does not.
+    assert small["headline"] != paper["headline"] and small["dse"] != paper["dse"]
+    assert w8["headline"] == paper["headline"]
+    for key in ("geomean_speedup_vs_base1", "d_over_base2_100k"):
+        assert len({json.dumps(r[key], sort_keys=True) for r in (paper, small, w8)}) == 3, key
+    assert main(["model", "kvnand", "--config", str(_w8a8_copy(tmp_path))]) == 0
+    assert "at 128 tokens, w8a8" in capsys.readouterr().out
+
+
+def test_model_kvnand_one_point(tmp_path, capsys):
+    point = ["--model", "LLaMA3.1-70B", "--context", "50000", "--system", "kvnand_d:5+3"]
+    got = _json(capsys, ["model", "kvnand", "--config", "kvnand_paper", *point, "--json"])
+    want = km.decode_step(kvnand_d(5, 3), "LLaMA3.1-70B", 50_000, "bf16")
+    assert got == json.loads(dumps_json({"config": "kvnand_paper",
+                                         "system_spec": "kvnand_d:5+3", **want}))
+    # The format defaults to the config's; --format overrides it.
+    w8 = _json(capsys, ["model", "kvnand", "--config", str(_w8a8_copy(tmp_path)), *point,
+                        "--json"])
+    assert w8["format"] == "w8a8" and w8["latency_s"] == km.decode_step(
+        kvnand_d(5, 3), "LLaMA3.1-70B", 50_000, "w8a8")["latency_s"] < got["latency_s"]
+    small = _json(capsys, ["model", "kvnand", "--config", SMALL, *point, "--format", "bf16",
+                           "--json"])
+    p = Params.from_config(load_config(SMALL))
+    assert small["latency_s"] == km.decode_step(kvnand_d(5, 3, p), "LLaMA3.1-70B", 50_000,
+                                                "bf16")["latency_s"]
+    for system, name in (("base1", "Base-1"), ("base2", "Base-2"), ("kvnand_c:16", "KVNAND-C-16")):
+        r = _json(capsys, ["model", "kvnand", "--config", "kvnand_paper", "--model", "OPT-30B",
+                           "--context", "128", "--system", system, "--json"])
+        assert r["system"] == name and r["context"] == 128
+    assert main(["model", "kvnand", "--config", "kvnand_paper", *point]) == 0
+    assert "KVNAND-D-(5+3), LLaMA3.1-70B, 50,000 tokens, bf16" in capsys.readouterr().out
+
+
+def test_model_kvnand_sweep_axes(capsys):
+    """The sweep's axes from the command line, at kvnand_small's parameters: the cells are
+    the model's, each buffer size in KiB a reading."""
+    r = _json(capsys, ["model", "kvnand", "--config", SMALL, "--sweep", "--workers", "1",
+                       "--models", "LLaMA3.1-8B", "OPT-30B", "--contexts", "1000,100000",
+                       "--formats", "w8a8", "--systems", "base1", "kvnand_c:16",
+                       "kvnand_d:4+12", "--buffer-kib", "8/5120", "all/all", "--json"])
+    p = Params.from_config(load_config(SMALL))
+    assert r["config"] == SMALL
+    assert r["grid"] == {
+        "models": ["LLaMA3.1-8B", "OPT-30B"], "contexts": [1000, 100000], "formats": ["w8a8"],
+        "systems": ["base1", "kvnand_c:16", "kvnand_d:4+12"],
+        "buffer_readings": {"8/5120": {"c_open_streams": 8192 // 256,
+                                       "d_open_streams": 5 * 2 ** 20 // 256},
+                            "all/all": {"c_open_streams": None, "d_open_streams": None}}}
+    for reading, kw in r["grid"]["buffer_readings"].items():
+        q = dataclasses.replace(p, **kw)
+        for model in r["grid"]["models"]:
+            for ctx in r["grid"]["contexts"]:
+                row = r["dse"][reading][f"{model} w8a8"][str(ctx)]
+                assert list(row["cells"]) == ["Base-1", "C-16", "D-(4+12)"]
+                for spec, label in zip(r["grid"]["systems"], row["cells"], strict=True):
+                    res = km.decode_step(parse_system(spec, q), model, ctx, "w8a8")
+                    assert row["cells"][label] == (None if res["oom"] else
+                                                   round(res["latency_s"] * 1e3, 4))
+    # The buffer axis matters: 8 KiB per plane holds 32 of KVNAND-C's streams, not all.
+    c16 = {k: r["dse"][k]["OPT-30B w8a8"]["100000"]["cells"]["C-16"] for k in ("8/5120",
+                                                                               "all/all")}
+    assert c16["8/5120"] > c16["all/all"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--model", "GPT-5", "--context", "128", "--system", "base1"],
+     "--model 'GPT-5': allowed OPT-30B, LLaMA2-7B"),
+    (["--model", "OPT-30B", "--context", "1K", "--system", "base1"],
+     "--context '1K': allowed a whole number of tokens, 1..1,000,000"),
+    (["--model", "OPT-30B", "--context", "0", "--system", "base1"], "--context '0'"),
+    (["--model", "OPT-30B", "--context", "2000000", "--system", "base1"], "1..1,000,000"),
+    (["--model", "OPT-30B", "--context", "128", "--system", "base1", "--format", "fp8"],
+     "--format 'fp8': allowed bf16, w8a8, w4a16"),
+    (["--model", "OPT-30B", "--context", "128", "--system", "kvnand_d:4"],
+     "--system: system 'kvnand_d:4': allowed base1, base2, kvnand_c:X"),
+    (["--model", "OPT-30B", "--context", "128", "--system", "kvnand_c:2"],
+     "KVNAND-C-2: 64 planes < OPT-30B's 168 heads"),
+    (["--model", "OPT-30B", "--context", "128"], "missing --system"),
+    (["--model", "OPT-30B", "--context", "128", "--system", "base1", "--sweep"],
+     "do not go with --sweep"),
+    (["--models", "OPT-30B"], "--models: these go with --sweep"),
+    (["--workers", "2"], "--workers: these go with --sweep"),
+    (["--sweep", "--models", "OPT-30B,GPT-5"], "--models 'GPT-5': allowed"),
+    (["--sweep", "--contexts", "128", "-5"], "--contexts '-5'"),
+    (["--sweep", "--formats", "int4"], "--formats 'int4': allowed bf16, w8a8, w4a16"),
+    (["--sweep", "--systems", "base1", "kvnand_x:3"], "system 'kvnand_x:3': allowed"),
+    (["--sweep", "--systems", "kvnand_c:4"], "systems: kvnand_c:4 has 128 planes"),
+    (["--sweep", "--buffer-kib", "8"], "--buffer-kib: buffer size '8': allowed C/D"),
+    (["--sweep", "--buffer-kib", "8/x"], "buffer size '8/x'"),
+    (["--sweep", "--models", ","], "--models: give at least one value"),
+])
+def test_bad_model_options_exit_2(capsys, extra, message):
+    assert main(["model", "kvnand", "--config", "kvnand_paper", *extra]) == 2
+    out, err = capsys.readouterr()
+    assert not out and err.startswith("memwall: error: ") and message in err, err
+
+
+def test_bad_model_config_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("unit: kvnand\nchannels: 0\n")
+    assert main(["model", "kvnand", "--config", str(bad)]) == 2
+    out, err = capsys.readouterr()
+    assert not out and "channels: 0" in err and "a whole number from 1 to 64" in err

@@ -10,6 +10,7 @@ from itertools import pairwise
 import pytest
 
 from memwall.golden.kvnand import model as km
+from memwall.golden.kvnand.pages import stream_time
 from memwall.golden.kvnand.systems import (
     BUFFER_READINGS,
     DRAM_READINGS,
@@ -92,20 +93,52 @@ def test_page_balance_identity():
 
     p2 = Params(fmacs_per_plane=2)
     lat = kvnand_pe.latency(2, p2.pe_mul_stages, False, "gemv")
-    assert p2.t_mac(2) == pytest.approx((2048 // 2 + lat) / 400e6) and p2.t_mac(2) <= p2.t_read
+    assert p2.mac_cycles("bf16", "gemv") == 2048 // 2 + lat
+    assert p2.t_mac("bf16", "gemv") == (2048 // 2 + lat) / 400e6 <= p2.t_read
     p = Params()
     for heads in (4, 8):
         lat = kvnand_pe.latency(16, p.pe_mul_stages, False, "logit", heads)
-        assert p.t_mac(2, heads) == pytest.approx((2048 * heads // 16 + lat) / 400e6)
-        assert p.t_mac(2, heads) <= p.t_read
+        assert p.mac_cycles("bf16", "logit", heads) == 2048 * heads // 16 + lat
+        assert p.t_mac("bf16", "logit", heads) <= p.t_read
     assert p.t_ecc == pytest.approx(4 * 9088 / 14.6e9) and p.t_ecc < p.t_read
     # A BF16 weight GEMV is read-bound: n pages per plane take n tR plus one drain.
-    assert km._stream(p, 10, 2) == pytest.approx(10 * p.t_read + p.t_ecc + p.t_mac(2))
+    gemv = p.t_mac("bf16", "gemv")
+    assert stream_time(p, 10, gemv) == pytest.approx(10 * p.t_read + p.t_ecc + gemv)
     # W8A8 K pages shared by 8 Q heads are compute-bound (4096 x 8 / 16 cycles and the latency).
-    mac = p.t_mac(1, 8)
-    assert mac == pytest.approx((4096 * 8 // 16 + kvnand_pe.latency(16, 1, True, "logit", 8))
-                                / 400e6) and mac > p.t_read
-    assert km._stream(p, 10, 1, 8) == pytest.approx(10 * mac + p.t_ecc + mac)
+    mac = p.t_mac("w8a8", "logit", 8)
+    assert mac == (4096 * 8 // 16 + kvnand_pe.latency(16, 1, True, "logit", 8)) / 400e6
+    assert mac > p.t_read
+    assert stream_time(p, 10, mac) == pytest.approx(10 * mac + p.t_ecc + mac)
+
+
+def test_every_mode_costs_its_macs():
+    """An Attend page is G x a GEMV page's MACs (as Logit), the PE built for the format has
+    its dequantiser stages in every mode (W4A16's BF16 KV pages too), and the emit of an
+    Attend stream's sums is charged once, beyond the page (pe.page_cycles with emit)."""
+    from memwall.golden.kvnand import pe as kvnand_pe
+
+    p = Params()
+    for fmt, kind_bits, scaled in (("bf16", 16, False), ("w8a8", 8, True), ("w4a16", 16, True)):
+        elements = 8 * 4096 // kind_bits
+        for heads in (1, 2, 8):
+            lat = kvnand_pe.latency(16, 1, scaled, "attend", heads)
+            assert p.mac_cycles(fmt, "attend", heads) == elements * heads // 16 + lat
+            with_emit = kvnand_pe.page_cycles("attend", elements // 128, 128, heads, 16,
+                                              kvnand_pe.latency(16, 1, scaled, "attend", heads,
+                                                                emit=True), emit=True)
+            assert (p.mac_cycles(fmt, "attend", heads) + p.emit_cycles(fmt, heads, 128)
+                    == with_emit)
+    assert p.mac_cycles("w4a16", "logit", 8) == p.mac_cycles("bf16", "logit", 8) + 2
+    # G rounds up to the PE's power of two; past the PE's heads, several commands on the page.
+    assert p.mac_cycles("bf16", "attend", 5) == p.mac_cycles("bf16", "attend", 8)
+    small = Params(fmacs_per_plane=4, pe_max_heads=4)
+    assert small.mac_cycles("bf16", "logit", 8) == 2 * small.mac_cycles("bf16", "logit", 4)
+    with pytest.raises(ValueError, match="heads=2"):
+        p.mac_cycles("bf16", "gemv", 2)
+    # A stream that emits in its middle holds those pages' MAC stage longer.
+    mac, emit = p.t_mac("w8a8", "attend", 8), p.t_emit("w8a8", 8, 128)
+    assert stream_time(p, 10, mac, emit) == pytest.approx(stream_time(p, 10, mac) + emit)
+    assert stream_time(p, 10, mac, emit, 3) == pytest.approx(stream_time(p, 10, mac) + 3 * emit)
 
 
 def test_breakdowns_add_up():

@@ -8,12 +8,13 @@ import dataclasses
 import numpy as np
 
 from memwall.families.kvnand.config import KvnandConfig
+from memwall.golden.kvnand import pe as golden
 from memwall.hdl.kvnand.bch import BchEncoder
 from memwall.hdl.kvnand.pe import Pe
-from memwall.hdl.kvnand.program import PageCommand
+from memwall.hdl.kvnand.program import PageCommand, plan_page
 from memwall.verif.common.runner import simulate_for_result
 
-__all__ = ["run_pages", "run_bch"]
+__all__ = ["run_pages", "run_bch", "whole_pages"]
 
 
 def run_pages(cfg: KvnandConfig, commands: list[PageCommand], sim: str | None = None,
@@ -25,6 +26,42 @@ def run_pages(cfg: KvnandConfig, commands: list[PageCommand], sim: str | None = 
     return simulate_for_result(Pe(cfg), "kvnand_pe", "memwall.verif.kvnand.tb_pe",
                                {"config": dataclasses.asdict(cfg), "commands": listed},
                                testcase="program", sim=sim, seed=seed)
+
+
+def _codes(rng: np.random.Generator, kind: str, count: int) -> np.ndarray:
+    """Finite element or input codes of ``kind``: BF16 bits of normal values, or integers."""
+    if kind == "bf16":
+        return (rng.standard_normal(count).astype(np.float32).view(np.uint32) >> 16) \
+            .astype(np.int64)
+    lo = -(1 << (golden.KINDS[kind] - 1))
+    return rng.integers(lo, -lo, count)
+
+
+def whole_pages(cfg: KvnandConfig, rng: np.random.Generator
+                ) -> list[tuple[str, int, bool, PageCommand]]:
+    """A whole page of the config's format per case, rows or tokens of ``max_d`` elements:
+    GEMV; LOGIT and ATTEND with one head and with ``max_heads``; ATTEND at ``max_heads`` with
+    its emit as well. Each ``(mode, heads, emit, command)``: the pages the design-space model
+    costs (:meth:`memwall.golden.kvnand.systems.Params.mac_cycles`)."""
+    d, fmt = cfg.max_d, cfg.fmt
+    in_kind = golden.input_kind(fmt)
+    cases = [("gemv", 1, False)] + [(mode, heads, False) for mode in ("logit", "attend")
+                                    for heads in sorted({1, cfg.max_heads})]
+    cases.append(("attend", cfg.max_heads, True))
+    out = []
+    for mode, heads, emit in cases:
+        kind = golden.page_kind(fmt, mode)
+        elements = cfg.page_elements(kind)
+        units = elements // d
+        shape = {"gemv": (d,), "logit": (heads, d), "attend": (units, heads)}[mode]
+        inputs = _codes(rng, in_kind, int(np.prod(shape))).reshape(shape)
+        scales = None
+        if golden.scaled(kind):
+            scales = (rng.uniform(0.5, 2.0, elements // cfg.group).astype(np.float32)
+                      .view(np.uint32) >> 16).astype(np.int64)
+        out.append((mode, heads, emit, plan_page(cfg, mode, _codes(rng, kind, elements), d,
+                                                 inputs, scales, emit=emit)))
+    return out
 
 
 def run_bch(cfg: KvnandConfig, messages: np.ndarray, sim: str | None = None,

@@ -193,57 +193,203 @@ def run_command(args, cfg) -> None:
     print(f"memwall: wrote {out} (pe {args.mode} on the RTL, {result['cycles']} cycles)")
 
 
+#: Longest context a model query takes (tokens): ten times the paper's longest; Base-2's page
+#: count walks every token.
+MAX_CONTEXT = 1_000_000
+
+
 def _model_arguments(parser: argparse.ArgumentParser) -> None:
+    from memwall.golden.kvnand.systems import BUFFER_KIB_GRAMMAR, FORMATS, MODELS, SYSTEM_GRAMMAR
+
+    models, formats = ", ".join(MODELS), ", ".join(FORMATS)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--sweep", action="store_true",
-                        help="run the design-space sweep (models x contexts x formats x die "
-                             "splits x KV buffer readings) through the sweep runner instead")
-    parser.add_argument("--workers", type=jobs_int, default=None,
-                        help="--sweep: local worker processes (default: the CPUs)")
-    parser.add_argument("--ray", default=None, metavar="ADDRESS",
-                        help="--sweep: run the jobs as Ray tasks (local, auto or host:port; "
-                             "the ray extra)")
+    point = parser.add_argument_group(
+        "one point", "one decode token of one model on one system (all of --model, --context "
+        "and --system; the parameters are the config's)")
+    point.add_argument("--model", metavar="NAME", help=f"the model: {models}")
+    point.add_argument("--context", metavar="N",
+                       help=f"tokens in the context (decimal, 1..{MAX_CONTEXT:,})")
+    point.add_argument("--format", metavar="F",
+                       help=f"number format: {formats} (default: the config's fmt)")
+    point.add_argument("--system", metavar="S", help=f"the system: {SYSTEM_GRAMMAR}")
+    sweep = parser.add_argument_group(
+        "sweep", "the design-space sweep; an axis not given is Fig. 15's (LLaMA3.1-70B and "
+        "OPT-30B, W8A8 and W4A16, 128..100K tokens, every KVNAND-D split of 8 dies and "
+        "KVNAND-C-8, both KV-buffer readings); values may be separated by spaces or commas")
+    sweep.add_argument("--sweep", action="store_true",
+                       help="run the sweep (models x contexts x formats x systems x KV "
+                            "buffers) through the sweep runner")
+    sweep.add_argument("--models", nargs="+", metavar="NAME", help=f"models: {models}")
+    sweep.add_argument("--contexts", nargs="+", metavar="N",
+                       help=f"contexts in tokens, 1..{MAX_CONTEXT:,}")
+    sweep.add_argument("--formats", nargs="+", metavar="F", help=f"formats: {formats}")
+    sweep.add_argument("--systems", nargs="+", metavar="S", help=f"systems: {SYSTEM_GRAMMAR}")
+    sweep.add_argument("--buffer-kib", nargs="+", metavar="C/D",
+                       help=f"KV buffer sizes, one reading each: {BUFFER_KIB_GRAMMAR} "
+                            "(default: the readings paper_sufficient, every stream buffered, "
+                            "and buffer_limited, the config's kv_buffer_bytes and "
+                            "soc_kv_buffer_kib)")
+    sweep.add_argument("--workers", type=jobs_int, default=None,
+                       help="local worker processes (default: the CPUs)")
+    sweep.add_argument("--ray", default=None, metavar="ADDRESS",
+                       help="run the jobs as Ray tasks (local, auto or host:port; the ray "
+                            "extra)")
 
 
-def model_result() -> dict:
-    """The design-space model's figures, with ``geomean_speedup_vs_base1``: context ("128",
-    "1024", "10240") -> the geomean over the five models of the best KVNAND design against
-    Base-1."""
+def _values(option: str, values) -> list[str]:
+    """An option's values, split at commas as well as spaces."""
+    out = [v.strip() for item in values for v in item.split(",") if v.strip()]
+    if not out:
+        raise UsageError(f"{option}: give at least one value")
+    return out
+
+
+def _one_of(option: str, value: str, allowed) -> str:
+    if value not in allowed:
+        raise UsageError(f"{option} {value!r}: allowed {', '.join(allowed)}")
+    return value
+
+
+def _context(option: str, text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_CONTEXT:
+        raise UsageError(f"{option} {text!r}: allowed a whole number of tokens, 1.."
+                         f"{MAX_CONTEXT:,}")
+    return int(text)
+
+
+def _system(option: str, spec: str, params):
+    from memwall.golden.kvnand.systems import parse_system
+
+    try:
+        return parse_system(spec, params)
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
+def model_result(cfg=None) -> dict:
+    """The design-space model's figures at the config's parameters (``cfg`` None: the paper's,
+    as ``kvnand_paper``): :func:`~memwall.golden.kvnand.model.evaluate` (the paper's study,
+    its figures in the formats the paper gives them), and in the config's format ``fmt``:
+    ``geomean_speedup_vs_base1``, context ("128", "1024", "10240") -> the geomean over the
+    five models of the best KVNAND design against Base-1, and ``d_over_base2_100k``, model ->
+    the best KVNAND-D split's speedup over Base-2 at 100K tokens (models where both fit)."""
     from memwall.golden.kvnand import model as kvnand_model
+    from memwall.golden.kvnand.systems import Params
 
-    result = kvnand_model.evaluate()
-    result["geomean_speedup_vs_base1"] = kvnand_model.geomean_speedup_vs_base1(
-        (128, 1024, 10240))
+    p = kvnand_model.DEFAULT if cfg is None else Params.from_config(cfg)
+    fmt = "bf16" if cfg is None else cfg.fmt
+    result = kvnand_model.evaluate(p)
+    own = kvnand_model.headline(p, contexts=(128, 1024, 10240, 100_000), fmt=fmt)
+    result["config"] = {"name": None if cfg is None else cfg.name, "format": fmt}
+    result["geomean_speedup_vs_base1"] = {
+        str(c): own["geomean_vs_base1"][c]["kvnand"] for c in (128, 1024, 10240)}
+    result["d_over_base2_100k"] = own["d_over_base2_100k"]
     return result
 
 
-def model_command(args, cfg) -> None:
-    if args.sweep:
-        from memwall.golden.kvnand.dse import sweep_command_result
+def _point(args, cfg, p) -> None:
+    from memwall.golden.kvnand import model as kvnand_model
+    from memwall.golden.kvnand.systems import FORMATS, MODELS
 
-        result = sweep_command_result(args.ray, args.workers)
+    missing = [f"--{k}" for k in ("model", "context", "system") if getattr(args, k) is None]
+    if missing:
+        raise UsageError(f"one point needs --model, --context and --system; missing "
+                         f"{', '.join(missing)}")
+    model = _one_of("--model", args.model, MODELS)
+    context = _context("--context", args.context)
+    fmt = _one_of("--format", args.format or cfg.fmt, FORMATS)
+    system = _system("--system", args.system, p)
+    try:
+        r = kvnand_model.decode_step(system, model, context, fmt)
+    except ValueError as exc:             # KVNAND-C with fewer planes than heads
+        raise UsageError(f"--system {args.system}: {exc}") from None
+    r = {"config": cfg.name, "system_spec": system.spec, **r}
+    if args.json:
+        print(dumps_json(r))
+        return
+    print(f"{r['system']}, {model}, {context:,} tokens, {fmt} (config {cfg.name}): "
+          f"{1e3 * r['latency_s']:.3f} ms a token ({r['tokens_per_s']:.2f} tokens/s), "
+          f"{1e3 * r['energy_J']:.2f} mJ" + (f"; does not fit: {r['oom_reason']}"
+                                            if r["oom"] else ""))
+    for key, value in r["latency"].items():
+        print(f"  {key:>10}: {1e3 * value:.3f} ms")
+
+
+def _sweep_grid(args, p) -> dict:
+    """The sweep's axes from the command line (only those given), checked."""
+    from memwall.golden.kvnand.systems import FORMATS, MODELS, buffer_kib_readings
+
+    grid = {}
+    if args.models is not None:
+        grid["models"] = [_one_of("--models", m, MODELS) for m in _values("--models",
+                                                                          args.models)]
+    if args.contexts is not None:
+        grid["contexts"] = [_context("--contexts", c) for c in _values("--contexts",
+                                                                       args.contexts)]
+    if args.formats is not None:
+        grid["formats"] = [_one_of("--formats", f, FORMATS) for f in _values("--formats",
+                                                                             args.formats)]
+    if args.systems is not None:
+        grid["systems"] = [_system("--systems", s, p).spec for s in _values("--systems",
+                                                                            args.systems)]
+    if args.buffer_kib is not None:
+        try:
+            grid["buffer_readings"] = buffer_kib_readings(_values("--buffer-kib",
+                                                                  args.buffer_kib), p)
+        except ValueError as exc:
+            raise UsageError(f"--buffer-kib: {exc}") from None
+    return grid
+
+
+def model_command(args, cfg) -> None:
+    from memwall.golden.kvnand.systems import Params
+
+    p = Params.from_config(cfg)
+    point = [f"--{k}" for k in ("model", "context", "format", "system")
+             if getattr(args, k) is not None]
+    axes = [f"--{k.replace('_', '-')}" for k in ("models", "contexts", "formats", "systems",
+                                                 "buffer_kib") if getattr(args, k) is not None]
+    runner = [o for o, v in (("--ray", args.ray), ("--workers", args.workers)) if v]
+    if point and (args.sweep or axes or runner):
+        raise UsageError(f"one-point options ({', '.join(point)}) do not go with --sweep and "
+                         "its options")
+    if not args.sweep and (axes or runner):
+        raise UsageError(f"{', '.join(axes + runner)}: these go with --sweep")
+    if point:
+        _point(args, cfg, p)
+        return
+    if args.sweep:
+        from memwall.golden.kvnand.dse import dse_jobs, sweep_command_result
+
+        grid = _sweep_grid(args, p)
+        try:
+            dse_jobs(**grid, p=p)         # checks the grid as a whole before anything runs
+        except ValueError as exc:
+            raise UsageError(f"--sweep: {exc}") from None
+        result = sweep_command_result(args.ray, args.workers, p=p, **grid)
+        result["config"] = cfg.name
         if args.json:
             print(dumps_json(result))
             return
-        print(f"KVNAND design-space sweep ({result['backend']}): the best configuration per "
-              "context")
+        print(f"KVNAND design-space sweep, config {cfg.name} ({result['backend']}): the best "
+              "system per context")
         for reading, cases in result["best"].items():
             for case, best in cases.items():
                 print(f"  {reading:>18} {case:<22} " + ", ".join(f"{ctx}: {b}" for ctx, b in
                                                              best.items()))
         return
-    if args.ray or args.workers:
-        raise UsageError("--ray and --workers go with --sweep")
-    result = model_result()
+    result = model_result(cfg)
     if args.json:
         print(dumps_json(result))
         return
-    head = result["headline"]
-    print("KVNAND design-space model (memwall model kvnand --json for every figure)")
+    fmt = result["config"]["format"]
+    print(f"KVNAND design-space model, config {cfg.name} (memwall model kvnand --json for "
+          "every figure)")
     for ctx, value in result["geomean_speedup_vs_base1"].items():
-        print(f"  geomean speedup of the best KVNAND over Base-1 at {ctx} tokens: {value:.2f}x")
-    for model, value in head["d_over_base2_100k"].items():
-        print(f"  KVNAND-D over Base-2 at 100K, {model}: {value:.2f}x")
+        print(f"  geomean speedup of the best KVNAND over Base-1 at {ctx} tokens, {fmt}: "
+              + ("none fits" if value is None else f"{value:.2f}x"))
+    for model, value in result["d_over_base2_100k"].items():
+        print(f"  KVNAND-D over Base-2 at 100K, {model}, {fmt}: {value:.2f}x")
 
 
 COMMANDS = {

@@ -4,7 +4,10 @@ One plane's logic: the PE (``n_fmac`` FMACs on the page register, :mod:`.pe`), t
 write-combine buffer (:mod:`.kvbuf`) and the BCH encoder that protects KV pages before they are
 programmed (:mod:`.bch`). The number formats and
 the PE's arithmetic are the contract of :mod:`memwall.golden.kvnand.pe`; the flash and system
-parameters the design-space model uses are :mod:`memwall.golden.kvnand.model`'s.
+parameters the design-space model uses are :mod:`memwall.golden.kvnand.model`'s: it reads the
+PE's size, format, page and clock from here, and the flash die, ECC rate, channels and KVNAND-D's
+SoC buffer from the fields after ``clock_mhz`` (Table I's values by default; they size no
+generated logic: :meth:`memwall.golden.kvnand.systems.Params.from_config`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,17 @@ _PAGE = {("bf16", "gemv"): "bf16", ("w8a8", "gemv"): "int8", ("w4a16", "gemv"): 
 #: (:mod:`memwall.golden.kvnand.kvbuf`).
 MAPPINGS = ("page", "naive")
 POLICIES = ("fullest", "lru")
+
+
+def _count(lo: int, hi: int):
+    """A count only the design-space model uses (channels, planes, blocks, pages): it sizes no
+    generated logic, so ``make ranges`` has no generation corner for it (the shared ranges test
+    takes integer ``int_range`` fields for generated sizes)."""
+    def check(value):
+        if isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi:
+            return None
+        return f"must be a whole number from {lo} to {hi}"
+    return check
 
 
 def page_kind(fmt: str, mode: str) -> str:
@@ -107,6 +121,26 @@ class KvnandConfig(UnitConfig):
                            "slot to program early when a stream has none: the fullest, or "
                            "the least recently written")
     clock_mhz: float = field(400.0, number_range(0.001, 10000), "clock, MHz")
+    # The flash and system around the plane, for the design-space model only (Table I).
+    t_read_us: float = field(4.0, number_range(0, 10000),
+                             "page read time tR, µs (Table I: 4 µs)")
+    t_prog_us: float = field(75.0, number_range(0, 100000),
+                             "page program time tPROG, µs (Table I: 75 µs)")
+    planes_per_die: int = field(32, _count(1, 1024), "planes of an IFC die (Table I: 32)")
+    blocks_per_plane: int = field(177, _count(1, 1 << 16),
+                                  "blocks of a plane (Table I: 177)")
+    pages_per_block: int = field(768, _count(1, 1 << 16),
+                                 "pages of a block (Table I: 768)")
+    ecc_gbps: float = field(14.6, number_range(0, 10000),
+                            "BCH(9088,8192) decoder rate per plane, Gb/s (Table I: 14.6)")
+    channels: int = field(8, _count(1, 64),
+                          "flash channels of the SoC; Base-1 and Base-2 have one IFC die on "
+                          "each (Table I and §V-A: 8)")
+    onfi_gbps: float = field(4.8, number_range(0, 1000),
+                             "ONFI bandwidth per channel, GB/s (Table I: ONFI 6.0, 4.8 GB/s)")
+    soc_kv_buffer_kib: int = field(5120, _count(0, 1 << 20),
+                                   "KVNAND-D's SoC KV buffer, KiB (Table I: 5 MB SRAM, read as "
+                                   "MiB)")
 
     def __post_init__(self):
         if self.max_heads > self.n_fmac:

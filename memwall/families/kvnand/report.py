@@ -304,8 +304,10 @@ def _table_i(res: dict) -> list[str]:
     p = _params(res)
     gib = 2 ** 30
     two = replace(p, fmacs_per_plane=BALANCE["gemv_fmacs"])
-    gemv2, gemv16 = two.t_mac(2), p.t_mac(2)
-    logit = p.t_mac(2, BALANCE["logit_heads"])
+    gemv2, gemv16 = two.t_mac("bf16", "gemv"), p.t_mac("bf16", "gemv")
+    logit = p.t_mac("bf16", "logit", BALANCE["logit_heads"])
+    attend = p.t_mac("bf16", "attend", BALANCE["logit_heads"])
+    attend8 = p.t_mac("w8a8", "attend", BALANCE["logit_heads"])
     elements = p.page_bytes // 2
     us = 1e6
     lines = [
@@ -327,6 +329,15 @@ def _table_i(res: dict) -> list[str]:
         f"| Logit page, G = {BALANCE['logit_heads']}, on {p.fmacs_per_plane} FMACs | about "
         f"tR = {p.t_read * us:g} µs | {logit * us:.2f} µs | {elements} x "
         f"{BALANCE['logit_heads']} MACs / {p.fmacs_per_plane} + pipeline latency |",
+        f"| Attend page, G = {BALANCE['logit_heads']}, on {p.fmacs_per_plane} FMACs | - | "
+        f"{attend * us:.2f} µs (+ {p.t_emit('bf16', BALANCE['logit_heads'], 128) * us:.2f} µs "
+        f"emit per head group's V stream) | {elements} x {BALANCE['logit_heads']} MACs / "
+        f"{p.fmacs_per_plane} + pipeline latency, as Logit; the emit: G x d = "
+        f"{BALANCE['logit_heads']} x 128 outputs |",
+        f"| W8A8 Attend page, G = {BALANCE['logit_heads']} | - | {attend8 * us:.2f} µs | "
+        f"{p.page_bytes} INT8 x {BALANCE['logit_heads']} MACs / {p.fmacs_per_plane}: "
+        f"{'above' if attend8 > p.t_read else 'within'} tR, as the W8A8 Logit page "
+        f"({p.t_mac('w8a8', 'logit', BALANCE['logit_heads']) * us:.2f} µs) |",
         f"| BF16 GEMV page on {p.fmacs_per_plane} FMACs (the configuration) | - | "
         f"{gemv16 * us:.2f} µs | so a weight page streams at max(tR, t_ecc, t_mac) = "
         f"{max(p.t_read, p.t_ecc, gemv16) * us:g} µs |", ""]
@@ -516,6 +527,7 @@ def _why(res: dict) -> list[str]:
                                if k.startswith("D") and v)
     moe = res["calibrated"]["moe_layout"]
     mix = paper["d_over_base2_100k"]["Mixtral-8x7B"]
+    attend8 = p.t_mac("w8a8", "attend", BALANCE["logit_heads"])
     dram, buf = _reading(res)
     return [
         "## Why ours differ", "",
@@ -592,6 +604,14 @@ def _why(res: dict) -> list[str]:
         f"{best_d_label}) {best_d_label[3:].split('+')[0]}; with {l70['kv_heads']} KV heads the "
         f"KV cache at {_ctx(beyond)} is still small beside the weights, so D's attention gain "
         "does not yet pay for the weight dies it gives up and its per-head-group costs.",
+        f"- **Attend pages** are costed as the RTL runs them (`Params.t_mac`, checked against "
+        "the RTL in every mode by tests/kvnand/test_sim_kvnand_model_cost.py): G x a GEMV "
+        "page's MACs, and the head group's sums emitted once per V stream on a plane. A W8A8 "
+        f"Attend page of a GQA head group takes {attend8 * 1e6:.2f} µs on "
+        f"{p.fmacs_per_plane} FMACs, {'above' if attend8 > p.t_read else 'within'} tR "
+        f"({p.t_read * 1e6:g} µs): §IV-C balances the BF16 Logit page only, so W8A8 GQA "
+        f"attention is {'compute' if attend8 > p.t_read else 'read'}-bound here "
+        f"(LLaMA3.1-70B W8A8's best at 50K: {dse['LLaMA3.1-70B w8a8']['50000']['best']}).",
         f"- **Mixtral-8x7B** (calibrated `moe_layout`): with every expert striped over all "
         f"planes its D speedup over Base-2 at 100K is {_x(moe['striped']['d_over_base2_100k'])}"
         f", above LLaMA3.1-70B's, against the paper's {_x(mix)} and its ranking; one expert "
