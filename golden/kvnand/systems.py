@@ -43,9 +43,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 __all__ = ["GiB", "Params", "System", "Model", "Format", "MODELS", "FORMATS", "DRAM_READINGS",
-           "BUFFER_READINGS", "MOE_LAYOUTS", "HG_MODES", "SYSTEM_GRAMMAR", "MAX_DIES", "base1",
-           "base2", "kvnand_d", "kvnand_c", "buffer_readings", "BUFFER_KIB_GRAMMAR",
-           "buffer_kib_readings", "parse_system", "cost"]
+           "BUFFER_READINGS", "MOE_LAYOUTS", "HG_MODES", "G2_SCHEDULES", "ENERGY_SCOPES",
+           "SYSTEM_GRAMMAR", "MAX_DIES", "base1", "base2", "kvnand_d", "kvnand_c",
+           "buffer_readings", "BUFFER_KIB_GRAMMAR", "buffer_kib_readings", "parse_system", "cost"]
 
 GiB = 2 ** 30
 
@@ -61,6 +61,22 @@ MOE_LAYOUTS = ("striped", "expert_planes")
 #: (only the overlap removed). ``batched``: QKV, then one attention over all heads at once (no
 #: head-group partitioning at all).
 HG_MODES = ("pipelined", "serial", "batched")
+
+#: How KVNAND-D's G2 takes the head groups in turn (``pipelined`` and ``serial``; the paper
+#: does not say, §IV-C). ``chained`` (the model's reading, default): one group at a time
+#: over all G2 planes, its K page stream, the scores' exchange, the NPU's softmax, the
+#: probabilities' exchange, its V page stream and the outputs' exchange in series, so every
+#: group pays its streams' pipeline fill and drain (t_ecc + t_mac each), its three exchanges
+#: and its transfers. ``streamed`` (a counterfactual): G2's page pipeline runs on from one
+#: group's pages to the next, so a group holds G2 only for its page reads (K and V pages per
+#: plane x the stream period) and the rest of its chain overlaps the next group's reads.
+G2_SCHEDULES = ("chained", "streamed")
+
+#: What ``energy_J`` counts. ``paper_access`` (the paper's Fig. 16 reading, default): access
+#: energy only (flash read and program, ONFI, DRAM, NPU); the logic die's power is reported
+#: (``energy["logic"]``) but left out. ``with_logic``: the logic die's power
+#: (``logic_power_per_plane`` for tR a page read) counted as well.
+ENERGY_SCOPES = ("paper_access", "with_logic")
 
 
 @dataclass(frozen=True)
@@ -116,13 +132,18 @@ class Params:
     scale_group: int = 128               # integer pages' BF16 scale per 128 elements, stored
     #                                      in a companion region (memwall.golden.kvnand.pe)
     kv_mapping: str = "page"             # "page" (Fig. 11(c)) or "naive" (generation order)
-    count_logic_energy: bool = False     # CALIBRATED: Fig. 16 counts access energy only
+    energy_scope: str = "paper_access"   # see ENERGY_SCOPES: the default is Fig. 16's reading
+    g2_schedule: str = "chained"         # see G2_SCHEDULES (``streamed``: a counterfactual)
 
     def __post_init__(self):
         if self.moe_layout not in MOE_LAYOUTS:
             raise ValueError(f"moe_layout={self.moe_layout!r}: allowed {MOE_LAYOUTS}")
         if self.hg_mode not in HG_MODES:
             raise ValueError(f"hg_mode={self.hg_mode!r}: allowed {HG_MODES}")
+        if self.energy_scope not in ENERGY_SCOPES:
+            raise ValueError(f"energy_scope={self.energy_scope!r}: allowed {ENERGY_SCOPES}")
+        if self.g2_schedule not in G2_SCHEDULES:
+            raise ValueError(f"g2_schedule={self.g2_schedule!r}: allowed {G2_SCHEDULES}")
         if self.scale_group < 1:
             raise ValueError(f"scale_group={self.scale_group}: must be >= 1")
         if self.kv_mapping not in ("page", "naive"):
@@ -161,6 +182,11 @@ class Params:
             "c_kv_buffer": cfg.kv_buffer_bytes, "d_kv_buffer": cfg.soc_kv_buffer_kib * 1024,
             "channels": cfg.channels, "onfi_bw": cfg.onfi_gbps * 1e9,
             "scale_group": cfg.group, **changes})
+
+    @property
+    def count_logic_energy(self) -> bool:
+        """The former boolean's meaning (``energy_scope == "with_logic"``), kept for callers."""
+        return self.energy_scope == "with_logic"
 
     @property
     def plane_bytes(self) -> int:          # 4.1484 Gib (Table I)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pytest
 
 from memwall import paths
 from memwall.families.kvnand import report as kvnand_report
+from memwall.families.kvnand import report_figures as rf
 from memwall.golden.kvnand import dse as kvnand_dse
 from memwall.golden.kvnand import model as kvnand_model
 from memwall.golden.kvnand.systems import BUFFER_READINGS, Params, kvnand_c, kvnand_d
@@ -23,7 +24,8 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def test_kvnand_report_is_current_and_what_its_generator_writes():
     stored = kvnand_report.load_results(FOLDER)
-    assert stored == json.loads(json.dumps(kvnand_model.evaluate()))   # the model, re-run
+    # the model, re-run, with the discriminating figures and the energy readings
+    assert stored == json.loads(json.dumps(kvnand_report.results()))
     assert (FOLDER / "README.md").read_text() == kvnand_report.readme(stored)
     for image in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", kvnand_report.readme(stored)):
         assert (FOLDER / image).read_bytes()[:8] == PNG, image
@@ -112,3 +114,135 @@ def test_synthesis_md_is_what_its_generator_writes():
     assert (folder / "synthesis.md").read_text() == render(data)
     paper = next(c for c in data["configs"] if c["config"] == "kvnand_paper")
     assert paper["bch_gbps"] == paper["bch_bits"] * paper["clock_mhz"] / 1e3
+
+
+# --- the figures that discriminate and the energy readings (report_figures) -------------------
+
+def _table_rows(text: str, first_cell: str) -> list[list[str]]:
+    """The cells of every README table row whose first cell is ``first_cell``."""
+    rows = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and cells[0] == first_cell:
+            rows.append(cells)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def stored():
+    return kvnand_report.load_results(FOLDER)
+
+
+def test_discriminating_verdicts_follow_the_figures(stored):
+    """Each verdict is the figure against the paper's at the stated tolerance, in results.json
+    and on both README tables (first and counterfactual), for ours and every counterfactual."""
+    dis = stored["discriminating"]
+    tol = dis["tolerance"]
+    assert tol == rf.TOLERANCE
+    readme = (FOLDER / "README.md").read_text()
+    paper = kvnand_model.PAPER
+    want_paper = {"c_over_d_128": paper["c_over_d_128"],
+                  "d_over_base1_128": paper["geomean_vs_base1"][128] / paper["c_over_d_128"],
+                  "hg_ablation_10k": paper["hg_ablation_10k"],
+                  "crossover": rf.PAPER_DSE["70b_w4a16_d_beats_c_beyond"],
+                  "llama31_8b_100k_tokens_per_s": paper["llama31_8b_100k_tokens_per_s"],
+                  "same_ifc_dies_128": rf.PAPER_SAME_IFC}
+    assert set(dis["rows"]) == set(rf.ROWS) == set(want_paper)
+    for name in rf.ROWS:
+        row = dis["rows"][name]
+        assert row["paper"] == pytest.approx(want_paper[name])
+        for run in ("ours", *rf.COUNTERFACTUALS):
+            assert row[run] == rf._values(dis["runs"][run])[name]
+            assert row["verdict"][run] == (abs(row[run] / row["paper"] - 1) <= tol), (name, run)
+        label = rf._label(name, stored)
+        first, gaps = _table_rows(readme, label)
+        text = {True: "reproduced", False: "not reproduced"}
+        # | figure | paper | where | ours | ours vs paper | verdict |
+        assert first[3] == rf._fmt(name, row["ours"])
+        assert first[4] == rf._rel(row["ours"], row["paper"])
+        assert first[5] == text[row["verdict"]["ours"]], (name, first)
+        # | figure | paper | ours | counterfactuals... | streamed vs paper | verdict streamed |
+        assert gaps[2] == rf._fmt(name, row["ours"])
+        assert gaps[3:3 + len(rf.COUNTERFACTUALS)] == [rf._fmt(name, row[k])
+                                                       for k in rf.COUNTERFACTUALS]
+        assert gaps[-1] == text[row["verdict"]["g2_streamed"]], (name, gaps)
+    assert dis["read_floor_verdict"] == (
+        abs(dis["read_floor"]["tokens_per_s"] / want_paper["llama31_8b_100k_tokens_per_s"] - 1)
+        <= tol)
+    assert f"verdict (±{100 * tol:.0f} %)" in readme
+
+
+def test_discriminating_figures_are_computed():
+    """The figures are the model's, and the counterfactuals change what they name."""
+    p = kvnand_model.DEFAULT
+    f = rf.figures(p)
+    h = kvnand_model.headline(p, contexts=(128, 100_000))
+    assert f["c_over_d_128"] == h["c_over_d_128"]
+    assert f["d_over_base1_128"] == h["geomean_vs_base1"][128]["kvnand_d"]
+    assert f["llama31_8b_100k_tokens_per_s"] == h["llama31_8b_100k_tokens_per_s"]
+    hg = kvnand_model.ablations(p)["hg_min_at_10k"]["serial"]
+    assert f["hg_ablation_10k"] == pytest.approx(hg)
+    # The crossover is what it says: D ahead from it, C-8 still ahead a token before.
+    cr = f["crossover"]
+    assert rf._d_ahead(p, cr["ahead_from"]) and not rf._d_ahead(p, cr["ahead_from"] - 1)
+    assert rf._d_ahead(p, cr["first"]) and not rf._d_ahead(p, cr["first"] - 1)
+    assert all(rf._d_ahead(p, c) for c in range(cr["ahead_from"], cr["ahead_from"] + 200, 7))
+    # Each counterfactual moves the figures it names (the chain removed: D faster at 128).
+    s = rf.figures(replace(p, g2_schedule="streamed"))
+    x = rf.figures(replace(p, t_exchange=0.0))
+    assert s["c_over_d_128"] < x["c_over_d_128"] < f["c_over_d_128"]
+    assert s["crossover"]["ahead_from"] < f["crossover"]["ahead_from"]
+    assert s["llama31_8b_100k_tokens_per_s"] > f["llama31_8b_100k_tokens_per_s"]
+    # The read floor bounds every schedule from above.
+    assert rf.read_floor_tokens_per_s(p)["tokens_per_s"] >= s["llama31_8b_100k_tokens_per_s"]
+
+
+def test_energy_readings_come_from_synthesis_json(stored, tmp_path):
+    synth = json.loads((FOLDER / "synthesis.json").read_text())
+    cfg = next(c for c in synth["configs"] if c["config"] == "kvnand_paper")
+    units = {u["unit"]: u for u in cfg["units"]}
+    plane_mw = sum(units[u][k] for u in ("pe", "kv buffer") for k in ("logic_mw", "memories_mw"))
+    er = stored["energy_readings"]
+    assert er["plane"]["plane_mw"] == pytest.approx(plane_mw)
+    assert er["plane"]["timing_met"] == cfg["timing_met"] and er["plane"]["wns_ns"] == cfg["wns_ns"]
+    # The paper's plane is the model's default logic power: Table I's PE + buffer and decoder.
+    paper_w = (synth["paper"]["pe_buffer_mw"] + synth["paper"]["decoder_mw"]) / 1e3
+    assert Params().logic_power_per_plane == pytest.approx(paper_w)
+    rd = er["readings"]
+    assert rd["paper_access"]["plane_w"] is None
+    assert rd["logic_paper_power"]["plane_w"] == pytest.approx(paper_w)
+    assert rd["logic_synthesised"]["plane_w"] == pytest.approx(
+        (plane_mw + synth["paper"]["decoder_mw"]) / 1e3)
+    # (a) is the model's default energy; (b) the model with the logic counted.
+    for m in ("LLaMA2-7B", "LLaMA3.1-70B"):
+        for c, v in stored["energy"][m].items():
+            assert rd["paper_access"]["ratio"][m][c] == v["ratio"]
+    b = kvnand_model.energy(Params(energy_scope="with_logic"))
+    assert rd["logic_paper_power"]["geomean_gain_vs_base1"]["10000"] == pytest.approx(
+        b["geomean_gain_vs_base1"][10_000])
+    # More logic power, less gain: (a) > (b) > (c) while our plane draws more than the paper's.
+    for c in ("10000", "30000"):
+        gains = [rd[k]["geomean_gain_vs_base1"][c]
+                 for k in ("paper_access", "logic_paper_power", "logic_synthesised")]
+        assert gains[0] > gains[1] > gains[2]
+    # The README's table carries the three readings.
+    readme = (FOLDER / "README.md").read_text()
+    for row in _table_rows(readme, "LLaMA2-7B"):
+        if len(row) == 10 and row[1] == "10K":
+            assert row[-3:] == [f"{rd[k]['ratio']['LLaMA2-7B']['10000']:.3f}"
+                                for k in ("paper_access", "logic_paper_power",
+                                          "logic_synthesised")]
+            break
+    else:
+        pytest.fail("no LLaMA2-7B 10K energy row with three readings")
+    assert f"Ours is {plane_mw / synth['paper']['pe_buffer_mw']:.1f}x the paper's" in readme
+    # Read from the file, not typed: another file, another reading (c).
+    synth["configs"] = [dict(c, units=[dict(u, memories_mw=0.0) for u in c["units"]])
+                        for c in synth["configs"]]
+    (tmp_path / "synthesis.json").write_text(json.dumps(synth))
+    other = rf.energy_readings(path=tmp_path / "synthesis.json")
+    assert other["plane"]["plane_mw"] == pytest.approx(er["plane"]["logic_mw"])
+    assert other["readings"]["logic_synthesised"]["plane_w"] < rd["logic_synthesised"]["plane_w"]
+    missing = rf.energy_readings(path=tmp_path / "absent.json")
+    assert missing["readings"]["logic_synthesised"] is None
+    assert not missing["plane"]["available"]
