@@ -47,6 +47,22 @@ stream's read touches about one page per token. Page mapping needs a slot per li
 with fewer slots than the streams a generation order interleaves, evictions cut every page short
 and the read can touch *more* pages than naive order (:func:`compare_mappings` shows both).
 
+**A user's trace** (``memwall golden|run kvnand --op kvbuf --inputs TRACE --out OUT``). The
+trace is an ``.npz`` of two arrays, the slice writes in arrival order:
+
+* ``stream`` (N,) integers: slice ``i``'s stream id, ``0 .. 2**kv_stream_bits - 1`` (the RTL
+  keeps a page number for each of them);
+* ``data`` (N, kv_slice_bytes) uint8: its bytes.
+
+``1 <= N <=`` :data:`MAX_TRACE_SLICES`; the session ends with a flush. The buffer's geometry is
+the config's (``kv_buffer_bytes / page_bytes`` slots, ``page_bytes``, ``kv_slice_bytes``,
+``kv_mapping``, ``kv_policy``). The output (:func:`program_arrays`) is an ``.npz`` with one row
+per program request, in issue order: ``stream``, ``page`` (page number), ``valid`` (bytes),
+``early`` (programmed before it was full: ``valid < page_bytes``), ``cause`` (codes of
+:data:`CAUSES`: 0 full, 1 evict, 2 flush) and ``data`` (P, page_bytes) uint8, and ``programs``
+(P, a scalar). ``memwall run`` writes the same arrays read from the RTL (``cause`` 2: a
+request issued after the RTL accepted the flush), and ``cycles``.
+
 Plain Python and NumPy; importable without Amaranth or cocotb.
 """
 
@@ -58,11 +74,17 @@ import numpy as np
 
 from memwall.families.kvnand.config import MAPPINGS, POLICIES
 
-__all__ = ["MAPPINGS", "POLICIES", "ERASED", "check_geometry", "stream_id", "generation_order",
-           "simulate", "pages_touched", "compare_mappings"]
+__all__ = ["MAPPINGS", "POLICIES", "ERASED", "CAUSES", "MAX_TRACE_SLICES", "check_geometry",
+           "stream_id", "generation_order", "simulate", "program_arrays", "run_trace",
+           "pages_touched", "compare_mappings"]
 
 #: The value of an erased flash byte: a partial page's padding.
 ERASED = 0xFF
+#: Why a page was programmed; a program's ``cause`` code in :func:`program_arrays` is the index.
+CAUSES = ("full", "evict", "flush")
+#: Most slices of a user's trace: every page number (16 bits in the RTL) and the RTL's 16-bit
+#: counters (at most one request a slice, plus the slots at the flush) stay below their wrap.
+MAX_TRACE_SLICES = 1 << 15
 
 
 def _positive(name: str, value) -> int:
@@ -203,6 +225,34 @@ def simulate(slices: Iterable, slots: int, page_bytes: int, slice_bytes: int,
         "bytes_programmed": len(programs) * page_bytes,
     }
     return {"programs": programs, "counters": counters}
+
+
+def program_arrays(run: dict, page_bytes: int) -> dict[str, np.ndarray]:
+    """A :func:`simulate` result as the output arrays of ``--op kvbuf`` (module docstring):
+    ``stream``, ``page``, ``valid`` (int64), ``early`` (bool), ``cause`` (uint8 codes of
+    :data:`CAUSES`), ``data`` (P, page_bytes) uint8 and ``programs`` (int64 scalar)."""
+    programs = run["programs"]
+    column = {key: np.array([p[key] for p in programs], np.int64)
+              for key in ("stream", "page", "valid")}
+    return {**column,
+            "early": np.array([p["valid"] < page_bytes for p in programs], bool),
+            "cause": np.array([CAUSES.index(p["cause"]) for p in programs], np.uint8),
+            "data": (np.stack([p["data"] for p in programs]) if programs
+                     else np.zeros((0, page_bytes), np.uint8)),
+            "programs": np.int64(len(programs))}
+
+
+def run_trace(streams, data, slots: int, page_bytes: int, slice_bytes: int,
+              mapping: str = "page", policy: str = "fullest") -> dict[str, np.ndarray]:
+    """A user's trace (``streams`` (N,), ``data`` (N, slice_bytes)) through the buffer, flushed
+    at the end: :func:`program_arrays` of :func:`simulate`."""
+    streams, data = np.asarray(streams), np.asarray(data)
+    if streams.ndim != 1 or data.ndim != 2 or len(streams) != len(data):
+        raise ValueError(f"streams (N,) and data (N, slice_bytes) must have one row per slice, "
+                         f"got shapes {streams.shape} and {data.shape}")
+    run = simulate(zip(streams.tolist(), data, strict=True), slots, page_bytes, slice_bytes,
+                   mapping, policy)
+    return program_arrays(run, page_bytes)
 
 
 def pages_touched(programs: Sequence[dict], stream: int) -> int:

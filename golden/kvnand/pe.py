@@ -18,6 +18,16 @@ controller writes into the PE's scale memory with the page (the page's companion
 design-space model counts its bytes). The input vector is 16 bits a lane: BF16 bits, or an INT8
 value sign-extended. W8A8's activation scale is one per tensor and applied by the NPU.
 
+**W8A8 ATTEND's probabilities.** ``p`` is INT8 codes ``c`` with one E8M0 scale ``2**e`` per page
+command: ``p = c * 2**e``. Softmax probabilities in [0, 1) use ``e = -7`` (units of 1/128, ``c``
+0..127: ``round(128 p)``, p = 1 saturating at 127/128); a page whose largest probability is small
+may take a smaller ``e`` (finer units), each page its own, as the sums run across pages. The scale
+costs the PE nothing: the controller folds it into the V page's BF16 group scales
+(:func:`prob_scales`: ``s * 2**e``, exact while it stays a BF16 value, which the function checks),
+and the dequantiser's multiply already applies those, so ``fp32(v) * (s * 2**e) * c`` is
+``v * s * p`` exactly and the PE's datapath, command and cycles are the same for every scale.
+Bit for bit, folding equals scaling ``p`` itself (``tests/kvnand/test_golden_kvnand_pe.py``).
+
 **Arithmetic.** Every element is made FP32 exactly: BF16 by widening; an integer ``w`` of a
 scaled page as ``fp_mul(fp32(w), fp32(scale))``; an INT8 input as ``fp32(x)``. A product is
 ``fp_mul(a, b)`` in FP32: exact for every format here (significands of at most 7 + 8 and 8 bits
@@ -27,7 +37,10 @@ IEEE-754. Sums are FP32 ``fp_add`` (RNE, subnormals, canonical NaN:
 bit. Against float64 on the same FP32 elements, an output's error is at most ``gamma_k * sum
 |products|`` with ``gamma_k = k*u / (1 - k*u)``, ``u = 2**-24``, ``k`` the adds on its path: ``width
 / J + log2(J)`` for GEMV and LOGIT, the tokens for ATTEND
-(``tests/kvnand/test_golden_kvnand_pe.py``; finite values).
+(``tests/kvnand/test_golden_kvnand_pe.py``; finite values). For W8A8 ATTEND the products
+``v * s * c * 2**e`` are exact (8 + 8 + 8 significand bits) while they stay in FP32's normal
+range, so ``|o[g, i] - sum_t V[t, i] p[t, g]| <= gamma_T sum_t |V[t, i] p[t, g]|``, ``T`` the
+tokens added since ``clear``, against the float64 sum of the dequantised V and ``p = c * 2**e``.
 
 **Lanes.** ``n`` FMACs; a command with ``heads`` G (a power of two dividing ``n``) gives each of
 its ``J = n / G`` lane columns one page element a cycle, shared by the G lanes ``k = g*J + j``.
@@ -61,7 +74,7 @@ from memwall.golden.common.fparith import bf16_to_fp32, fp_add, fp_mul
 
 __all__ = ["FMTS", "MODES", "KINDS", "page_kind", "input_kind", "elem_bits", "scaled", "pack_page",
            "unpack_page", "page_fp32", "input_fp32", "tree", "gemv", "logit", "attend",
-           "macs", "add_stage", "latency", "page_cycles"]
+           "PROB_EXP_RANGE", "prob_scales", "macs", "add_stage", "latency", "page_cycles"]
 
 _INPUT = {"bf16": "bf16", "w8a8": "int8", "w4a16": "bf16"}
 _PLUS_ZERO = np.uint32(0)
@@ -202,6 +215,39 @@ def attend(v32, p32, n: int, acc=None) -> np.ndarray:
     for t in range(tokens):
         o = fp_add(o, fp_mul(v32[t][None, :], p32[t][:, None], FP32), FP32)
     return o
+
+
+#: The E8M0 exponents ``e`` of W8A8 ATTEND's probability scale ``2**e`` (E8M0's finite range).
+PROB_EXP_RANGE = (-127, 127)
+
+
+def prob_scales(scales, p_exp: int) -> np.ndarray:
+    """W8A8 ATTEND: the V page's group scales (BF16 bits) with the probabilities' E8M0 scale
+    ``2**p_exp`` folded in (BF16 bits of ``s * 2**p_exp``), as the controller writes them into
+    the PE's scale memory. ``ValueError`` if ``p_exp`` is out of :data:`PROB_EXP_RANGE` or a
+    product is not a BF16 value (it would leave BF16's range): folding is exact or refused.
+    NaN scales stay as they are."""
+    import ml_dtypes
+
+    lo, hi = PROB_EXP_RANGE
+    if isinstance(p_exp, bool) or not isinstance(p_exp, (int, np.integer)) \
+            or not lo <= p_exp <= hi:
+        raise ValueError(f"p_exp {p_exp!r}: an integer in {lo}..{hi} (the E8M0 exponent e "
+                         "of the probabilities p = c * 2**e)")
+    bits = np.asarray(scales, np.uint16)
+    value = bits.view(ml_dtypes.bfloat16).astype(np.float64)
+    folded = value * 2.0 ** int(p_exp)             # exact in float64
+    with np.errstate(over="ignore"):
+        out = folded.astype(np.float32).astype(ml_dtypes.bfloat16)
+    nan = np.isnan(value)
+    bad = np.flatnonzero(~nan & (out.astype(np.float64) != folded))
+    if bad.size:
+        g = int(bad[0])
+        raise ValueError(f"scale {g} ({value[g]:g}) times 2**{p_exp} = {folded[g]:g} is not a "
+                         "BF16 value (it overflows, or loses bits below BF16's normal range); "
+                         "folding the probability scale must be exact: choose p_exp so that "
+                         "every scale stays in range")
+    return np.where(nan, bits, out.view(np.uint16))
 
 
 def _columns(n: int, heads: int, d: int) -> int:

@@ -286,3 +286,136 @@ def test_bad_model_config_exits_2(tmp_path, capsys):
     assert main(["model", "kvnand", "--config", str(bad)]) == 2
     out, err = capsys.readouterr()
     assert not out and "channels: 0" in err and "a whole number from 1 to 64" in err
+
+
+# --- the KV write-combine buffer on a user's trace; W8A8 ATTEND's probability scale ------------
+
+def _trace(path, seed=38):
+    """Streams 5 and 9 alternate for 20 tokens (kvnand_small's 2 slots hold both: a full page
+    each), then stream 3 cuts in and alternates with 5 (evictions), then the flush."""
+    rng = np.random.default_rng(seed)
+    ids = [5, 9] * 20 + [3, 5] * 3
+    data = rng.integers(0, 256, (len(ids), 16), dtype=np.uint8)
+    np.savez(path, stream=np.array(ids, np.int16), data=data)
+    return ids, data
+
+
+@pytest.mark.sim
+def test_kvbuf_golden_and_run_are_equal(tmp_path):
+    from memwall.golden.kvnand import kvbuf as kb
+
+    ids, data = _trace(tmp_path / "trace.npz")
+    assert _run(tmp_path, "golden", "kvbuf", tmp_path / "trace.npz")[0] == 0
+    assert _run(tmp_path, "run", "kvbuf", tmp_path / "trace.npz")[0] == 0
+    want = kb.simulate(list(zip(ids, data, strict=True)), 2, 256, 16, "page", "fullest")
+    with np.load(tmp_path / "golden-kvbuf.npz") as g, np.load(tmp_path / "run-kvbuf.npz") as r:
+        assert set(r.files) == set(g.files) | {"cycles"} and int(r["cycles"]) > 0
+        for key in g.files:
+            assert np.array_equal(g[key], r[key]), key
+        assert int(g["programs"]) == len(want["programs"]) == len(g["stream"])
+        assert [kb.CAUSES[c] for c in g["cause"]] == [p["cause"] for p in want["programs"]]
+        assert set(g["cause"].tolist()) == {0, 1, 2}             # full, evict and flush
+        assert np.array_equal(g["early"], g["valid"] < 256)
+        assert np.array_equal(g["data"], np.stack([p["data"] for p in want["programs"]]))
+        assert g["stream"].tolist() == [p["stream"] for p in want["programs"]]
+        assert g["page"].tolist() == [p["page"] for p in want["programs"]]
+
+
+_SLICE = np.zeros((2, 16), np.uint8)
+
+
+@pytest.mark.parametrize("arrays, message", [
+    ({"stream": np.array([0, 64]), "data": _SLICE},
+     "stream[1] = 64; stream ids 0..63 are allowed (kv_stream_bits 6"),
+    ({"stream": np.array([-1, 0]), "data": _SLICE}, "stream[0] = -1; stream ids 0..63"),
+    ({"stream": np.array([0.0, 1.0]), "data": _SLICE},
+     "array 'stream' has dtype float64; expected (N,) integer stream ids 0..63"),
+    ({"stream": np.array([0, 1]), "data": np.zeros((2, 8), np.uint8)},
+     "(N, 16) uint8 slice bytes (kv_slice_bytes 16)"),
+    ({"stream": np.array([0, 1]), "data": np.zeros((2, 16), np.int16)},
+     "array 'data' has dtype int16"),
+    ({"stream": np.array([0, 1, 2]), "data": _SLICE},
+     "stream has 3 rows and data 2; one stream id per slice"),
+    ({"stream": np.array([0, 1])}, "missing array 'data'"),
+    ({"stream": np.zeros(0, np.int64), "data": np.zeros((0, 16), np.uint8)},
+     "array 'stream' has shape (0,); axis 0 must have at least 1 element"),
+    ({"stream": np.array([0, 1]), "data": np.zeros((2, 16), object)},
+     "array 'data' holds Python objects (dtype object); only plain numeric arrays are read"),
+    ({"stream": np.zeros(40_000, np.int64), "data": np.zeros((40_000, 16), np.uint8)},
+     "N at most 32768"),
+])
+@pytest.mark.parametrize("verb", ["golden", "run"])
+def test_bad_kvbuf_traces_exit_2(tmp_path, capsys, arrays, message, verb):
+    np.savez(tmp_path / "trace.npz", **arrays)
+    code, out = _run(tmp_path, verb, "kvbuf", tmp_path / "trace.npz")
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists(), err
+    assert err.startswith("memwall: error: ") and message in err, err
+
+
+def _w8a8_small(tmp_path):
+    """kvnand_small with W8A8 pages (INT8 V pages with group scales of 16, INT8 inputs)."""
+    text = (paths.CONFIGS / "kvnand_small.yaml").read_text()
+    assert "\nfmt: w4a16\n" in text
+    path = tmp_path / "kvnand_small_w8a8.yaml"
+    path.write_text(text.replace("\nfmt: w4a16\n", "\nfmt: w8a8\n"))
+    return path
+
+
+def _attend_inputs(path, p_exp=-7, seed=38, scales=None):
+    """A W8A8 V page of 16 tokens x 16 and softmax probabilities of 4 heads as INT8 codes in
+    units of 2**p_exp, saved; the float64 sums (heads, d) and the sums of their terms'
+    magnitudes."""
+    rng = np.random.default_rng(seed)
+    v = rng.integers(-128, 128, (16, 16))
+    scales = rng.uniform(0.01, 0.1, 16) if scales is None else scales
+    logits = rng.standard_normal((16, 4))
+    prob = np.exp(logits) / np.exp(logits).sum(0)
+    codes = np.clip(np.rint(prob / 2.0 ** p_exp), 0, 127).astype(np.int8)
+    np.savez(path, page=pe.pack_page(v, "int8", 256), p=codes, scales=scales,
+             p_exp=np.int64(p_exp))
+    s = scales.astype(ml_dtypes.bfloat16).astype(np.float64)
+    dequant = v * np.repeat(s, 16).reshape(16, 16)
+    p = codes * 2.0 ** p_exp
+    return (p.T @ dequant, p.T @ np.abs(dequant))             # (heads, d), p >= 0
+
+
+@pytest.mark.sim
+def test_w8a8_attend_takes_probabilities_with_their_scale(tmp_path):
+    """``p`` INT8 codes and ``p_exp``: the output is sum_t V[t] * c * 2**p_exp, within the
+    FP32 summation bound of float64 (16 tokens); golden and RTL equal bit for bit."""
+    config = str(_w8a8_small(tmp_path))
+    want, magnitude = _attend_inputs(tmp_path / "attend.npz")
+    args = ("--mode", "attend", "--width", "16")
+    for verb in ("golden", "run"):
+        assert _run(tmp_path, verb, "pe", tmp_path / "attend.npz", *args, config=config)[0] == 0
+    with np.load(tmp_path / "golden-pe.npz") as g, np.load(tmp_path / "run-pe.npz") as r:
+        assert np.array_equal(g["y_bits"], r["y_bits"])
+        y = g["y"].astype(np.float64)                     # (heads, d)
+    gamma = 16 * 2.0 ** -24 / (1 - 16 * 2.0 ** -24)     # golden/kvnand/pe.py's bound, T = 16
+    assert np.all(np.abs(y - want) <= gamma * magnitude)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"p_exp": None}, "missing array 'p_exp' (expected a scalar integer in -127..127"),
+    ({"p_exp": np.int64(200)}, "p_exp = 200; an integer in -127..127 is allowed"),
+    ({"p_exp": np.float64(-7)}, "array 'p_exp' has dtype float64"),
+    ({"p_exp": np.int64(127), "scales": np.full(16, 1e30)},
+     "scale 0 (1.00026e+30) times 2**127"),
+])
+def test_bad_w8a8_attend_scale_exits_2(tmp_path, capsys, change, message):
+    config = str(_w8a8_small(tmp_path))
+    _attend_inputs(tmp_path / "attend.npz")
+    with np.load(tmp_path / "attend.npz") as f:
+        arrays = {k: f[k] for k in f.files}
+    for key, value in change.items():
+        if value is None:
+            arrays.pop(key)
+        else:
+            arrays[key] = value
+    np.savez(tmp_path / "attend.npz", **arrays)
+    code, out = _run(tmp_path, "golden", "pe", tmp_path / "attend.npz", "--mode", "attend",
+                     "--width", "16", config=config)
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists(), err
+    assert err.startswith("memwall: error: ") and message in err, err

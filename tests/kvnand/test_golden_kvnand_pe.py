@@ -94,3 +94,66 @@ def test_bad_shapes_and_names():
         pe.logit(np.zeros((2, 8), np.uint32), np.zeros((8, 8), np.uint32), 4)
     with pytest.raises(ValueError, match="allowed: bf16, w8a8, w4a16"):
         pe.page_kind("fp8", "gemv")
+
+
+
+def _codes_of(p, p_exp: int) -> np.ndarray:
+    """INT8 codes of probabilities in units of ``2**p_exp``: rounded, clipped to 0..127."""
+    return np.clip(np.rint(p / 2.0 ** p_exp), 0, 127).astype(np.int64)
+
+
+def _softmax(rng, tokens: int, heads: int, spread: float) -> np.ndarray:
+    logits = rng.standard_normal((tokens, heads)) * spread
+    p = np.exp(logits - logits.max(0))
+    return p / p.sum(0)
+
+
+def test_w8a8_attend_probability_scale():
+    """W8A8 ATTEND's probabilities are p = c * 2**e (golden/kvnand/pe.py). Two pages of one V
+    stream: softmax probabilities in units of 1/128 (e = -7), then probabilities 256 times
+    smaller (a long context's) in units of 2**-14. Folding 2**e into the V page's group
+    scales (prob_scales, what the controller writes) gives, bit for bit, the sums of the V
+    pages times p itself; the sums are within the docstring's gamma_T bound of the float64
+    sum of the dequantised V times p = c * 2**e, and within that plus the codes' rounding (at
+    most half a unit a probability, 2**(e-1)) of the same sum with the unrounded
+    probabilities."""
+    rng = np.random.default_rng(38)
+    n, heads, tokens, d, group = 16, 8, 16, 128, 128
+    acc = plain_acc = None
+    terms, real, rounding = [], np.zeros((heads, d)), np.zeros((heads, d))
+    for p_exp, shrink in ((-7, 1), (-14, 256)):
+        v = rng.integers(-128, 128, (tokens, d))
+        v[0, :2] = (-128, 127)
+        scales = _bf16(rng, tokens * d // group, octaves=6)
+        p = _softmax(rng, tokens, heads, 2.0) / shrink
+        codes = _codes_of(p, p_exp)
+        assert np.abs(p - codes * 2.0 ** p_exp).max() <= 2.0 ** (p_exp - 1)
+        v32 = pe.page_fp32(v, "int8", pe.prob_scales(scales, p_exp), group).reshape(tokens, d)
+        acc = pe.attend(v32, pe.input_fp32(codes, "int8"), n, acc)
+        plain = pe.page_fp32(v, "int8", scales, group).reshape(tokens, d)
+        p32 = np.asarray(codes * 2.0 ** p_exp, np.float32).view(np.uint32)   # exact
+        plain_acc = pe.attend(plain, p32, n, plain_acc)
+        assert np.array_equal(acc, plain_acc)
+        dequant = _f32(plain)                                # v * s, exact
+        terms.append(dequant[:, None, :] * (codes * 2.0 ** p_exp)[:, :, None])   # (t, g, d)
+        real += np.einsum("td,tg->gd", dequant, p)
+        rounding += np.einsum("td,tg->gd", np.abs(dequant), np.abs(p - codes * 2.0 ** p_exp))
+    o = _f32(acc)
+    terms = np.concatenate(terms)
+    bound = _bound(np.moveaxis(terms, 0, -1), 2 * tokens)
+    assert np.all(np.abs(o - terms.sum(0)) <= bound)
+    assert np.all(np.abs(o - real) <= bound + rounding)
+    assert np.any(np.abs(o - terms.sum(0)) > 0)             # the sums did round somewhere
+
+
+def test_probability_scale_is_exact_or_refused():
+    s = np.array([0x3F80, 0x0000, 0x7FC0, 0xC040], np.uint16)        # 1, +0, NaN, -3
+    assert pe.prob_scales(s, -7).tolist() == [0x3C00, 0x0000, 0x7FC0, 0xBCC0]
+    assert pe.prob_scales(s[:1], -127).tolist() == [0x0040]          # 2**-127: a subnormal
+    with pytest.raises(ValueError, match=r"scale 1 \(1.99219\) times 2\*\*-127 = .* not a "
+                                         r"BF16 value"):                # 255 * 2**-134
+        pe.prob_scales(np.array([0x3F80, 0x3FFF], np.uint16), -127)
+    with pytest.raises(ValueError, match=r"p_exp 128: an integer in -127..127"):
+        pe.prob_scales(s, 128)
+    with pytest.raises(ValueError, match="overflows"):
+        pe.prob_scales(np.array([0x7F00], np.uint16), 2)

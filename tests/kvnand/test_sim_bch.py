@@ -1,6 +1,6 @@
 """The KVNAND BCH encoder on its generated Verilog (cocotb, Icarus): codeword streams against
-:func:`memwall.golden.kvnand.bch.encode`, without stalls (one word per cycle) and with random stalls
-on both streams (:mod:`memwall.verif.kvnand.tb_bch`)."""
+:func:`memwall.golden.kvnand.bch.encode` at p = 8, 32 and 64 bits a cycle, without stalls (one
+word per cycle) and with random stalls on both streams (:mod:`memwall.verif.kvnand.tb_bch`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ TB = "memwall.verif.kvnand.tb_bch"
 
 
 @pytest.mark.sim
-@pytest.mark.parametrize("p", [8, 64])
+@pytest.mark.parametrize("p", [8, 32, 64])
 def test_bch_encoder(p):
     enc = BchEncoder(p)
     simulate(enc, f"kvnand_bch_p{p}", TB, {**enc.params})

@@ -1,5 +1,5 @@
-"""Run page commands on the generated KVNAND PE, or messages through the BCH encoder (behind
-``memwall run kvnand``)."""
+"""Run page commands on the generated KVNAND PE, messages through the BCH encoder, or a slice
+trace through the KV write-combine buffer (behind ``memwall run kvnand``)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ import dataclasses
 import numpy as np
 
 from memwall.families.kvnand.config import KvnandConfig
+from memwall.golden.kvnand import kvbuf as golden_kvbuf
 from memwall.golden.kvnand import pe as golden
 from memwall.hdl.kvnand.bch import BchEncoder
+from memwall.hdl.kvnand.core import kv_buffer
 from memwall.hdl.kvnand.pe import Pe
 from memwall.hdl.kvnand.program import PageCommand, plan_page
 from memwall.verif.common.runner import simulate_for_result
 
-__all__ = ["run_pages", "run_bch", "whole_pages"]
+__all__ = ["run_pages", "run_bch", "run_kvbuf", "whole_pages"]
 
 
 def run_pages(cfg: KvnandConfig, commands: list[PageCommand], sim: str | None = None,
@@ -73,3 +75,28 @@ def run_bch(cfg: KvnandConfig, messages: np.ndarray, sim: str | None = None,
         {**enc.params, "messages_bits": np.asarray(messages, np.uint8).tolist()},
         testcase="program", sim=sim, seed=seed)
     return np.asarray(res["codewords"], np.uint8), int(res["cycles"])
+
+
+def run_kvbuf(cfg: KvnandConfig, streams, data, sim: str | None = None,
+              seed: int | None = None) -> dict[str, np.ndarray]:
+    """A slice trace (``streams`` (N,), ``data`` (N, kv_slice_bytes)) through the config's KV
+    write-combine buffer, then a flush: the arrays of
+    :func:`memwall.golden.kvnand.kvbuf.program_arrays` as the RTL issued them (``cause``: full
+    when not partial, flush when issued after the flush was accepted, else evict; ``programs``
+    the RTL's counter) and ``cycles``."""
+    buf = kv_buffer(cfg)
+    res = simulate_for_result(
+        buf, "kvnand_kvbuf_run", "memwall.verif.kvnand.tb_kvbuf_run",
+        {**buf.params, "streams": np.asarray(streams, np.int64).tolist(),
+         "slices": np.asarray(data, np.uint8).tolist()}, testcase="program", sim=sim, seed=seed)
+    programs = res["programs"]
+    causes = ["full" if not p["partial"] else "flush" if p["after_flush"] else "evict"
+              for p in programs]
+    arrays = golden_kvbuf.program_arrays(
+        {"programs": [{"stream": p["stream"], "page": p["page"], "valid": p["valid"],
+                       "cause": cause, "data": np.asarray(p["data"], np.uint8)}
+                      for p, cause in zip(programs, causes, strict=True)]}, cfg.page_bytes)
+    arrays["early"] = np.array([bool(p["partial"]) for p in programs], bool)
+    arrays["programs"] = np.int64(res["counters"]["programs"])
+    arrays["cycles"] = np.int64(res["cycles"])
+    return arrays

@@ -3,12 +3,14 @@
 
 A seeded sequence of page commands in the config's format (:func:`make_cases`): GEMV pages of
 several shapes, LOGIT at every head count the config allows, and an ATTEND stream of two pages
-(the first clears, the second emits). BF16 operands include signed zeros, subnormals, values
-near overflow, infinities and NaNs; integer pages their extremes. Before each command the
-input-vector words and scales are written. Checked: every FP32 result bit for bit, in order;
-with ``params["stall"]`` the page source idles and the result sink back-pressures at random;
-without, each command takes exactly :func:`memwall.hdl.kvnand.program.command_cycles`. The
-``program`` test runs given commands for ``memwall run kvnand``.
+(the first clears, the second emits; in W8A8 with probability scales 2**-7 and 2**-12 folded
+into the V pages' group scales, :func:`memwall.golden.kvnand.pe.prob_scales`). BF16 operands
+include signed zeros, subnormals, values near overflow, infinities and NaNs; integer pages their
+extremes. Before each command the input-vector words and scales are written. Checked: every
+FP32 result bit for bit, in order; with ``params["stall"]`` the page source idles and the result
+sink back-pressures at random; without, each command takes exactly
+:func:`memwall.hdl.kvnand.program.command_cycles`. The ``program`` test runs given commands
+for ``memwall run kvnand``.
 """
 
 from __future__ import annotations
@@ -87,8 +89,17 @@ def make_cases(cfg: KvnandConfig, rng: np.random.Generator, special: float = 0.0
     acc = None
     for page in range(2):
         codes = _codes(rng, kv, tokens * d, special)
-        cmd = plan_page(cfg, "attend", codes, d, _inputs(rng, cfg, (tokens, heads), special),
-                        scales(kv, tokens * d), clear=page == 0, emit=page == 1, acc=acc)
+        p = _inputs(rng, cfg, (tokens, heads), special)
+        sc = scales(kv, tokens * d)
+        if golden.input_kind(cfg.fmt) == "int8":
+            # W8A8: p = c * 2**e, the scale folded into the V page's (golden/kvnand/pe.py):
+            # softmax-like codes 0..127 in units of 1/128, then every code in finer units.
+            p_exp = (-7, -12)[page]
+            if page == 0:
+                p = rng.integers(0, 128, (tokens, heads))
+            sc = golden.prob_scales(sc, p_exp)
+        cmd = plan_page(cfg, "attend", codes, d, p, sc, clear=page == 0, emit=page == 1,
+                        acc=acc)
         acc = cmd.acc
         cases.append(cmd)
     return cases

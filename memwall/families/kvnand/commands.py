@@ -1,5 +1,6 @@
-"""``memwall golden|run|model kvnand``: BCH encoding of message bits and the plane PE on a page
-image, through the golden models or the generated RTL; the design-space model."""
+"""``memwall golden|run|model kvnand``: BCH encoding of message bits, the plane PE on a page
+image and the KV write-combine buffer on a slice trace, through the golden models or the
+generated RTL; the design-space model."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from memwall.family import Command
 from memwall.files import dumps_json, write_npz_atomic
 from memwall.inputs import ArraySpec, InputError, load_npz
 
-__all__ = ["COMMANDS", "load_bch_inputs", "load_pe_inputs"]
+__all__ = ["COMMANDS", "load_bch_inputs", "load_pe_inputs", "load_kvbuf_trace"]
 
-OPS = ("bch", "pe")
+OPS = ("bch", "pe", "kvbuf")
 _INTS = tuple(np.dtype(t) for t in ("uint8", "int8", "int16", "int32", "int64", "bool"))
 _FLOATS = tuple(np.dtype(t) for t in ("float16", "float32", "float64"))
 _LIMIT = 1 << 16
@@ -25,12 +26,27 @@ _INPUT_SHAPE = {"gemv": ((_LIMIT,), "(cols,)"), "logit": ((_LIMIT, _LIMIT), "(he
 
 
 def _data_arguments(parser: argparse.ArgumentParser) -> None:
+    from memwall.golden.kvnand.kvbuf import MAX_TRACE_SLICES
+
     parser.add_argument("--op", required=True, choices=OPS,
                         help="bch: message (N, 8192) of 0/1 -> codeword (N, 9088), message "
-                             "then parity; pe: a page image and an input vector -> FP32 results")
-    parser.add_argument("--inputs", required=True, help="input .npz")
+                             "then parity; pe: a page image and an input vector -> FP32 "
+                             "results; kvbuf: a trace of KV slice writes -> the page programs "
+                             "of the config's KV write-combine buffer")
+    parser.add_argument("--inputs", required=True,
+                        help="input .npz. kvbuf: the trace, 'stream' (N,) integer stream ids "
+                             "0..2**kv_stream_bits-1 and 'data' (N, kv_slice_bytes) uint8, "
+                             "the slice writes in arrival order (N at most "
+                             f"{MAX_TRACE_SLICES}), flushed at the end. pe --mode attend on a "
+                             "w8a8 config: 'p' holds INT8 codes c and 'p_exp' (a scalar "
+                             "integer e) their E8M0 scale, p = c * 2**e (e = -7: units of "
+                             "1/128); 'scales' are the V page's")
     parser.add_argument("--out", required=True,
-                        help="output .npz: codeword (bch) or y and y_bits (pe); cycles for run")
+                        help="output .npz: codeword (bch); y and y_bits (pe); kvbuf: one row "
+                             "per page program in issue order, stream, page (its number), "
+                             "valid (bytes), early (programmed before full), cause (0 full, "
+                             "1 evict, 2 flush), data (P, page_bytes) uint8, and programs "
+                             "(P); run adds cycles")
     parser.add_argument("--mode", choices=("gemv", "logit", "attend"), default="gemv",
                         help="pe: gemv (page rows x x), logit (K tokens x q heads) or attend "
                              "(p-weighted sum of V tokens)")
@@ -107,6 +123,12 @@ def load_pe_inputs(cfg, args) -> dict:
                              f"{_INPUT_SHAPE[mode][1]} of {in_kind} values")}
     if pe.scaled(kind):
         specs["scales"] = ArraySpec(_FLOATS, (_LIMIT,), "(groups,) float scales")
+    prob_scaled = mode == "attend" and in_kind == "int8"
+    if prob_scaled:
+        lo, hi = pe.PROB_EXP_RANGE
+        specs["p_exp"] = ArraySpec(_INTS[:-1], (), f"a scalar integer in {lo}..{hi}: the "
+                                   "E8M0 exponent e of W8A8 ATTEND's probabilities p = c * "
+                                   "2**e (e = -7: units of 1/128)")
     arrays = load_npz(path, specs, what="--inputs")
     page = arrays["page"]
     if page.shape != (cfg.page_bytes,):
@@ -126,7 +148,45 @@ def load_pe_inputs(cfg, args) -> dict:
     scales = None
     if pe.scaled(kind):
         scales = _bf16_codes("scales", arrays["scales"], path)
+    if prob_scaled:
+        # The probabilities' scale rides on the V page's group scales (golden/kvnand/pe.py).
+        p_exp = int(arrays["p_exp"])
+        lo, hi = pe.PROB_EXP_RANGE
+        if not lo <= p_exp <= hi:
+            raise InputError(f"--inputs {path}: p_exp = {p_exp}; an integer in {lo}..{hi} is "
+                             "allowed (the E8M0 exponent e of the probabilities p = c * 2**e)")
+        try:
+            scales = pe.prob_scales(scales, p_exp)
+        except ValueError as exc:
+            raise InputError(f"--inputs {path}: {exc}") from None
     return {"codes": codes, "inputs": vec, "scales": scales, "units": units}
+
+
+def load_kvbuf_trace(cfg, path) -> tuple[np.ndarray, np.ndarray]:
+    """A trace of KV slice writes (:mod:`memwall.golden.kvnand.kvbuf`'s docstring):
+    ``stream`` (N,) and ``data`` (N, kv_slice_bytes), checked against the config."""
+    from memwall.golden.kvnand.kvbuf import MAX_TRACE_SLICES
+
+    ids = 1 << cfg.kv_stream_bits
+    width = cfg.kv_slice_bytes
+    arrays = load_npz(path, {
+        "stream": ArraySpec(_INTS[:-1], (MAX_TRACE_SLICES,),
+                            f"(N,) integer stream ids 0..{ids - 1}, N at most "
+                            f"{MAX_TRACE_SLICES}"),
+        "data": ArraySpec((np.dtype("uint8"),), (MAX_TRACE_SLICES, width),
+                          f"(N, {width}) uint8 slice bytes (kv_slice_bytes {width}), N at "
+                          f"most {MAX_TRACE_SLICES}", min_shape=(1, width))}, what="--inputs")
+    streams, data = arrays["stream"], arrays["data"]
+    if len(streams) != len(data):
+        raise InputError(f"--inputs {path}: stream has {len(streams)} rows and data "
+                         f"{len(data)}; one stream id per slice is allowed")
+    bad = np.flatnonzero((streams < 0) | (streams >= ids))
+    if bad.size:
+        i = int(bad[0])
+        raise InputError(f"--inputs {path}: stream[{i}] = {streams[i]}; stream ids "
+                         f"0..{ids - 1} are allowed (kv_stream_bits {cfg.kv_stream_bits}, "
+                         f"config {cfg.name})")
+    return streams.astype(np.int64), data
 
 
 def _plan(cfg, args):
@@ -150,10 +210,27 @@ def _pe_arrays(cmd, mode: str, units: int) -> dict:
 
 # --- commands ---------------------------------------------------------------------------------
 
+def _kvbuf_golden(cfg, streams: np.ndarray, data: np.ndarray) -> dict:
+    from memwall.golden.kvnand import kvbuf
+
+    return kvbuf.run_trace(streams, data, cfg.kv_slots, cfg.page_bytes, cfg.kv_slice_bytes,
+                           cfg.kv_mapping, cfg.kv_policy)
+
+
+def _kvbuf_summary(arrays: dict) -> str:
+    early = int(arrays["early"].sum())
+    return f"{int(arrays['programs'])} page programs, {early} of them early"
+
+
 def golden_command(args, cfg) -> None:
     from memwall.golden.kvnand import bch
 
     out = output_path(args.out)
+    if args.op == "kvbuf":
+        arrays = _kvbuf_golden(cfg, *load_kvbuf_trace(cfg, args.inputs))
+        write_npz_atomic(out, arrays)
+        print(f"memwall: wrote {out} (kvbuf, golden: {_kvbuf_summary(arrays)})")
+        return
     if args.op == "bch":
         write_npz_atomic(out, {"codeword": bch.encode(load_bch_inputs(args.inputs))})
         print(f"memwall: wrote {out} (BCH(9088,8192) codewords, golden)")
@@ -167,9 +244,21 @@ def run_command(args, cfg) -> None:
     from memwall.golden.kvnand import bch
     from memwall.golden.kvnand import pe as kvnand_pe
     from memwall.hdl.kvnand.program import command_cycles
-    from memwall.verif.kvnand.run import run_bch, run_pages
+    from memwall.verif.kvnand.run import run_bch, run_kvbuf, run_pages
 
     out = output_path(args.out)
+    if args.op == "kvbuf":
+        streams, data = load_kvbuf_trace(cfg, args.inputs)
+        # The golden run gives the beats in and out: a lower bound of the RTL's cycles.
+        want = _kvbuf_golden(cfg, streams, data)
+        beats = (data.size // cfg.kv_word_bytes
+                 + int(want["programs"]) * (1 + cfg.page_bytes // cfg.kv_word_bytes))
+        check_sim_cycles(beats, args.max_cycles, f"--inputs {args.inputs} (kvbuf)")
+        arrays = run_kvbuf(cfg, streams, data, sim=args.sim)
+        write_npz_atomic(out, arrays)
+        print(f"memwall: wrote {out} (kvbuf on the RTL: {_kvbuf_summary(arrays)}, "
+              f"{int(arrays['cycles'])} cycles)")
+        return
     if args.op == "bch":
         messages = load_bch_inputs(args.inputs)
         check_sim_cycles(len(messages) * bch.N / cfg.bch_bits, args.max_cycles,
@@ -393,8 +482,9 @@ def model_command(args, cfg) -> None:
 
 
 COMMANDS = {
-    "golden": Command("BCH codewords of message bits, or the plane PE on a page image, through "
-                      "the golden models", _data_arguments, golden_command),
+    "golden": Command("BCH codewords of message bits, the plane PE on a page image, or the KV "
+                      "write-combine buffer on a slice trace, through the golden models",
+                      _data_arguments, golden_command),
     "run": Command("the same through the generated RTL, in simulation", _data_arguments,
                    run_command),
     "model": Command("design-space model: Base-1, Base-2, KVNAND-D (every split), KVNAND-C; "
