@@ -283,7 +283,8 @@ def synthesised_plane(path: Path = SYNTHESIS) -> dict:
             "logic_mw": sum(v for k, v in parts if k.endswith("logic")),
             "paper_pe_buffer_mw": data["paper"]["pe_buffer_mw"],
             "paper_decoder_mw": data["paper"]["decoder_mw"],
-            "missing": [text for key, text in wanted.items() if key not in cfg]}
+            "clock_tree_mw": cfg.get("clock_tree_mw"),
+            "missing": [text for key, text in wanted.items() if cfg.get(key) is None]}
 
 
 def energy_readings(p: Params = km.DEFAULT, path: Path = SYNTHESIS) -> dict:
@@ -610,6 +611,10 @@ def _plane(er: dict) -> list[str]:
               + ("Where the logic's share goes cannot be split further from `synthesis.json`: "
                  "it does not give " + " or ".join(plane["missing"]) + ". "
                  if plane["missing"] else "")
+              + (f"The clock tree (the flow's estimate for the whole plane, its BCH encoder "
+                 f"included) is {plane['clock_tree_mw']:.2f} mW of the logic's, so the clock "
+                 "network alone does not explain the gap. "
+                 if plane.get("clock_tree_mw") is not None else "")
               +
               f"Timing is {'met' if plane['timing_met'] else 'not met'} at "
               f"{plane['clock_mhz']:g} MHz (WNS {plane['wns_ns']:.3f} ns, fmax "

@@ -78,7 +78,10 @@ def collect(build_root: Path = ROOT / "build") -> dict:
             "bch_bits": cfg.bch_bits,
             "bch_gbps": cfg.bch_bits * clock * 1e6 / 1e9,
             "bch_message_gbps": cfg.bch_bits * clock * 1e6 / 1e9 * bch.K / bch.N,
-            "flow_runtime_s": row.get("flow_runtime_s")})
+            "flow_runtime_s": row.get("flow_runtime_s"),
+            # the whole design's clock-tree estimate (part of logic_mw) and what was simulated
+            "clock_tree_mw": row["power_mw"].get("clock_tree"),
+            "activity": row.get("activity_source")})
     return {"paper": PAPER_LOGIC, "configs": configs}
 
 
@@ -89,7 +92,13 @@ def render(data: dict) -> str:
              f"<config> --pdk {SYNTH_PDK}` (hierarchical Yosys, OpenSTA); every number is in "
              "`synthesis.json`. Power is that of the config's power workloads (the PE's "
              "regression pages in every mode, codewords through the encoder), simulated on "
-             "Verilator. fmax is 1 / (period − WNS), to first order.", ""]
+             "Verilator. fmax is 1 / (period − WNS), to first order.", "",
+             "The rows themselves come from a full flow run per config (synthesis, timing, the "
+             "power workloads): `.venv/bin/memwall report --run --only kvnand` runs the ones "
+             "whose RTL, config or flow changed, then this command renders them. This "
+             "machine's flow time: " + "; ".join(
+                 f"{c['config']} {c['flow_runtime_s'] / 60:.0f} min" for c in data["configs"]
+                 if c["synthesised"] and c.get("flow_runtime_s")) + ".", ""]
     for c in data["configs"]:
         if not c["synthesised"]:
             lines += [f"- {c['config']}: not synthesised: run `memwall synth {c['config']} "
