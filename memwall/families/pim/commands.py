@@ -41,7 +41,7 @@ def _gemm_option(text: str, cfg) -> tuple[int, int, int]:
 def _bound_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-search-steps", type=positive_int, default=None, metavar="N",
                         help="the schedule search's work bound in loop-nest steps (default "
-                             "6,000,000: under a minute and 2 GiB); a search past it is "
+                             "30,000,000: under a minute and 2 GiB); a search past it is "
                              "refused before it starts, with its estimate")
 
 

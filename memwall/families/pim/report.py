@@ -143,10 +143,13 @@ def readme(results: dict) -> str:
         "(`memwall.golden.pim.schedule`), whose counts equal the event simulator's and the "
         "RTL's (tests/pim/test_pim_schedule.py, tests/pim/test_sim_pim.py). Input bits are 1 "
         f"with probability {cfg.input_bit_density:g} (no user data).", "",
-        "Schemes: **proposed**: retention-aware schedule search (tiling x loop order x VPD), "
-        "refresh skipping, sense-amp gating. **eDRAM baseline**: a retention-unaware scheduler "
-        "(minimum refresh-free energy at VPD = VSS), VPD = VSS, every written row refreshed "
-        "every interval, every sense amp on. **SRAM (Neural Cache)**: the proposed schedule's "
+        "Schemes: **proposed**: retention-aware schedule search, the minimum energy over every "
+        "tile size x loop order x VPD level that fits (the proof is the docstring of "
+        "`golden/pim/search.py`; tests/pim/test_pim_search.py checks it against an exhaustive "
+        "search of its own on small GEMMs), refresh skipping, sense-amp gating. **eDRAM "
+        "baseline**: a retention-unaware scheduler (minimum refresh-free energy at VPD = VSS, "
+        "over the same tilings), VPD = VSS, every written row refreshed every interval, every "
+        "sense amp on. **SRAM (Neural Cache)**: the proposed schedule's "
         "activations and writes on 6T SRAM of the same geometry, every sense amp on, no refresh "
         f"(*{cfg.sram_source}*).", ""]
     for pu in PU_VARIANTS:
@@ -189,8 +192,9 @@ def readme(results: dict) -> str:
               "only the array's access, sense and write energy differ.",
               f"- **Search time.** The largest search, {slowest['model']} {slowest['layer']} "
               f"({'x'.join(map(str, slowest['gemm']))}, {slowest['pu']}): "
-              f"{slowest['search']['candidates']:,} candidates, "
-              f"{slowest['search']['evaluated']:,} evaluated exactly after the bound, "
+              f"{slowest['search']['candidates']:,} schedules in its space (every tile "
+              "size, loop order and VPD level that fits), "
+              f"{slowest['search']['evaluated']:,} evaluated exactly after the bounds, "
               f"{slowest['search']['seconds']:.1f} s on this machine.", "",
               "![energy](energy.png)", ""]
     return "\n".join(lines)
