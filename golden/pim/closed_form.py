@@ -32,9 +32,11 @@ import numpy as np
 
 from memwall.golden.pim.macro import (
     BUFFER_COUNTERS,
+    INPUT_COUNTERS,
     MACRO_COUNTERS,
     PU_LATENCY,
     REFRESH_MODES,
+    TRAFFIC_COUNTERS,
     energy,
 )
 from memwall.golden.pim.mapping import Schedule
@@ -83,7 +85,10 @@ def _static(cfg, M: int, K: int, N: int, order: str, tm, tk, tn, ones) -> dict:
             "buffer_input_fills": fills * M * K, "buffer_input_reads": M * K * count["n"],
             "buffer_psum_reads": psum, "buffer_psum_writes": psum,
             "buffer_refreshes": np.zeros_like(rows),
-            "input_beats": M * count["n"] * _extent_sum(K, tk, groups)}
+            "input_beats": M * count["n"] * _extent_sum(K, tk, groups),
+            "weight_words": loads * K * N,
+            "input_ones": np.full(tm.shape, ones, dtype=float),
+            "input_bits": np.full(tm.shape, M * K * ib)}
 
 
 def _static_counts(cfg, s: Schedule, ones: float | None) -> dict:
@@ -400,7 +405,8 @@ def evaluate(cfg, s: Schedule, *, ones: float | None = None, gating: bool = True
     if not gating:      # every sense amp of an activation is on
         c["sa_on"], c["sa_gated"] = cfg.width * c["activations"], 0
     return {"schedule": s, "counters": {k: c[k] for k in MACRO_COUNTERS + BUFFER_COUNTERS
-                                        + ("input_beats",)},
+                                        + TRAFFIC_COUNTERS + ("input_beats",)
+                                        + INPUT_COUNTERS},
             "cycles": c["cycles"], "energy": energy(cfg, c, gating=gating, vpd=s.vpd),
             "refresh": refresh, "gating": gating}
 

@@ -65,7 +65,12 @@ start of the step that reads it (refresh ``"all"``: until the end of the reading
 alive ``L > 0`` cycles is refreshed ``floor((L-1)/I_B)`` times per row.
 
 Energy (pJ), ``S = subarrays*banks``: ``E_PIM = S*(activations*e_access(v) + writes*e_write +
-refreshes*e_refresh(v)) + sa_on*e_sense(v) + activations*e_pu``; ``E_Buffer = (fills +
+refreshes*e_refresh(v)) + sa_on*e_sense(v)``, plus the logic's energy
+(:mod:`memwall.golden.pim.logic`: per cycle, per input 1 bit and toggle, per write, and leakage
+over the run's time); off-macro weight traffic ``weight_words*wb*e_dram_bit`` (every weight
+written into the macro is fetched from DRAM: the unified buffer holds the inputs and partial
+sums, as in the paper's E_Buffer; ``weight_words`` counts ``Tk_i*Tn_i`` per LOAD), and
+``E_Buffer = (fills +
 psum_writes)*e_bw + (input_reads + psum_reads)*e_br + buffer_refreshes*e_bref``. Without
 sense-amp gating every sense amp of an activation is on: ``sa_on = W*activations``.
 """
@@ -78,6 +83,7 @@ from collections import deque
 import numpy as np
 
 from memwall.families.pim.config import ORDERS
+from memwall.golden.pim.logic import logic_energy
 from memwall.golden.pim.mapping import (
     OperandError,
     Schedule,
@@ -96,6 +102,7 @@ from memwall.golden.pim.mapping import (
 )
 
 __all__ = ["PU_LATENCY", "REFRESH_MODES", "MACRO_COUNTERS", "BUFFER_COUNTERS", "ORDERS",
+           "INPUT_COUNTERS", "TRAFFIC_COUNTERS", "cycles_of",
            "Schedule", "OperandError", "check_operands", "operand_range", "tile_rows",
            "fit_problems", "fits", "peak_psum_words", "weight_row_images", "input_beats",
            "input_bits_for", "input_ones", "tile_bits", "sweep_input_bits", "simulate", "energy",
@@ -104,6 +111,10 @@ __all__ = ["PU_LATENCY", "REFRESH_MODES", "MACRO_COUNTERS", "BUFFER_COUNTERS", "
 PU_LATENCY = 2
 REFRESH_MODES = ("skip", "all", "off")
 MACRO_COUNTERS = ("activations", "sa_on", "sa_gated", "writes", "refreshes", "pu_ops")
+#: The inputs' 1 bits and all their bits (``ib``-bit patterns): the logic's data activity.
+INPUT_COUNTERS = ("input_ones", "input_bits")
+#: Weight words fetched from off-macro memory (DRAM) for the macro's row writes.
+TRAFFIC_COUNTERS = ("weight_words",)
 BUFFER_COUNTERS = ("buffer_input_fills", "buffer_input_reads", "buffer_psum_reads",
                    "buffer_psum_writes", "buffer_refreshes")
 
@@ -191,7 +202,9 @@ def simulate(cfg, a, b, s: Schedule, refresh: str = "skip") -> dict:
                               * (-1 if ((cfg.input_signed and j == ib - 1)
                                         ^ (cfg.bit_serial and cfg.weight_signed and p == P - 1))
                                  else 1) for j in range(ib)] for p in range(P)], dtype=np.int64)
-    counts = dict.fromkeys(MACRO_COUNTERS + BUFFER_COUNTERS + ("input_beats",), 0)
+    counts = dict.fromkeys(MACRO_COUNTERS + BUFFER_COUNTERS + TRAFFIC_COUNTERS
+                           + ("input_beats",), 0)
+    counts.update(input_ones=input_ones(cfg, a), input_bits=a.size * ib)
     now = -1                         # last cycle used (0-based)
     queue: deque = deque()           # (due cycle, row), oldest first
     live = np.zeros(cfg.rows, dtype=bool)
@@ -233,6 +246,7 @@ def simulate(cfg, a, b, s: Schedule, refresh: str = "skip") -> dict:
             if refresh == "skip":
                 queue.clear()         # every row of the old tile is dead
                 live[:] = False
+            counts["weight_words"] += tk_i * tn_i
             for row in range(n_rows):
                 t = next_cycle()
                 if refresh == "all":  # the write restores it: its old entry goes
@@ -333,14 +347,31 @@ def _buffer_refreshes(cfg, s: Schedule, spans, refresh: str, counts: dict) -> No
         charge(block[1], block[3] - block[2] + 1)
 
 
+def _density(cfg, counts: dict):
+    bits = counts.get("input_bits")
+    if bits is None:
+        return cfg.input_bit_density
+    return np.where(np.asarray(bits) > 0, counts["input_ones"] / np.maximum(bits, 1), 0.0)
+
+
 def _wrap(values: np.ndarray, bits: int) -> np.ndarray:
     values = np.asarray(values, dtype=np.int64) & ((1 << bits) - 1)
     return np.where(values >> (bits - 1) & 1, values - (1 << bits), values)
 
 
+def cycles_of(counts: dict):
+    """The cycles of a run from its counters: one per row write, input beat, activation and
+    refresh, and the PU's latency (the macro never stalls; the simulator's count equals it)."""
+    return (counts["writes"] + counts["input_beats"] + counts["activations"]
+            + counts["refreshes"] + PU_LATENCY)
+
+
 def energy(cfg, counts: dict, *, gating: bool = True, vpd: int | None = None) -> dict:
     """Energy breakdown (pJ) of a run's counters (module docstring). ``counts`` is a
-    :func:`simulate` result (it carries its VPD level) or a flat mapping with ``vpd`` given."""
+    :func:`simulate` result (it carries its VPD level) or a flat mapping with ``vpd`` given.
+    The logic (controller and PU) is charged by :func:`memwall.golden.pim.logic.logic_energy`
+    from the run's cycles (:func:`cycles_of`) and its inputs' bit density; without data the
+    density is the config's ``input_bit_density``."""
     level = counts["vpd"] if vpd is None else vpd
     counts = counts.get("counters", counts)
     entry = cfg.macro_table[level]
@@ -351,11 +382,13 @@ def energy(cfg, counts: dict, *, gating: bool = True, vpd: int | None = None) ->
         "pim_sense": sa_on * entry["e_sense_pj"],
         "pim_write": S * counts["writes"] * cfg.e_write_pj,
         "pim_refresh": S * counts["refreshes"] * cfg.e_refresh_pj(level),
-        "pu": counts["activations"] * cfg.e_pu_pj,
+        **logic_energy(cfg, cycles_of(counts), counts["activations"], _density(cfg, counts),
+                       counts["writes"]),
         "buffer_access": (counts["buffer_input_fills"] + counts["buffer_psum_writes"])
         * cfg.buffer_e_write_pj
         + (counts["buffer_input_reads"] + counts["buffer_psum_reads"]) * cfg.buffer_e_read_pj,
         "buffer_refresh": counts["buffer_refreshes"] * cfg.buffer_e_refresh_pj,
+        "weight_fetch": counts["weight_words"] * cfg.weight_bits * cfg.dram_e_bit_pj,
     }
     parts["total"] = sum(parts.values())
     return parts

@@ -105,7 +105,7 @@ def compare(cfg, M: int, K: int, N: int, *, ones: float | None = None,
              ("+ sense-amp gating", gated), ("+ retention-aware schedule", best)]
     macro = ("pim_access", "pim_sense", "pim_write", "pim_refresh")
     return {"gemm": (M, K, N), "config": cfg.name, "proposed": best, "edram_baseline": base,
-            "sram_energy": sram, "ablation": steps,
+            "sram_energy": sram, "ablation": steps, "logic": dict(cfg.logic),
             "vs_edram": base["energy"]["total"] / best["energy"]["total"],
             "vs_sram": sram["total"] / best["energy"]["total"],
             "macro_saving_vs_edram": 1 - sum(best["energy"][k] for k in macro)
@@ -132,7 +132,8 @@ def as_json(result: dict) -> dict:
                        "macro_saving_vs_edram": result["macro_saving_vs_edram"]},
             "search": {"candidates": best["searched"], "classes": best["classes"],
                        "evaluated": best["evaluated"], "walked": best["walked"],
-                       "seconds": best["seconds"]}}
+                       "seconds": best["seconds"]},
+            "logic_energy": result["logic"]}
 
 
 def format_report(result: dict) -> str:
@@ -144,7 +145,8 @@ def format_report(result: dict) -> str:
              f"{s.vpd}; {best['cycles']:,} cycles",
              f"search: {best['searched']:,} candidates (every tile size, order and VPD level "
              f"that fits) in {best['classes']:,} classes, {best['evaluated']:,} evaluated "
-             f"exactly ({best['walked']:,} step walks), {best['seconds']:.3f} s", "",
+             f"exactly ({best['walked']:,} step walks), {best['seconds']:.3f} s",
+             "logic (controller and PU) energy: " + result["logic"]["source"], "",
              "energy (pJ)      proposed   eDRAM base   SRAM (NC)"]
     for part in best["energy"]:
         lines.append(f"  {part:<14}{best['energy'][part]:>11.1f}{base['energy'][part]:>13.1f}"

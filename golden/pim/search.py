@@ -7,18 +7,21 @@ Space. Every tile size ``tm`` in 1..M, ``tk`` in 1..K, ``tn`` in 1..N, every loo
 (:func:`memwall.golden.pim.mapping.fits`). No tile size is left out.
 
 Classes. A schedule's energy is its refresh-free energy ``E0`` (activations, sense amps, row
-writes, PU, buffer reads and writes: exact) plus the energy of its macro and buffer refreshes
-(never negative). The refresh-free counters (:func:`memwall.golden.pim.closed_form._static`)
+writes, buffer reads and writes, and the logic's energy over the refresh-free cycles: one per
+write, input beat and activation: exact) plus the energy of its macro and buffer refreshes
+(never negative; a macro refresh's includes its cycle of logic energy and leakage). The refresh-free counters (:func:`memwall.golden.pim.closed_form._static`)
 depend on the tile sizes only through
 
 * the tile counts ``c_m, c_k, c_n`` (``c = ceil(D / t)``: loads, fills, input and partial-sum
   traffic, and which loop is the innermost that moves), and
 * on the dimension a row's fields run over (``n`` row-wise, ``k`` dot-product), the field
   groups of its tiles, ``G = sum_i ceil(t_i / F)`` over the tiles' extents (the rows every
-  activation and every write walks: ``P * K * G`` row-wise, ``P * N * G`` dot-product).
+  activation and every write walks: ``P * K * G`` row-wise, ``P * N * G`` dot-product), and
+* on ``k``, the input beats ``B = sum_i ceil(tk_i / F)`` (each a cycle of logic energy; the
+  dot-product's ``G``).
 
-So the schedules with one (order, VPD, ``c_m``, ``c_k``, ``c_n``, ``G``) form a *class* whose
-members share ``E0``. Members differ only in how their tiles' extents place the refreshes
+So the schedules with one (order, VPD, ``c_m``, ``c_k``, ``c_n``, ``G``, ``B``) form a *class*
+whose members share ``E0``. Members differ only in how their tiles' extents place the refreshes
 (the counterexample of the old "most even tiling per count" rule: 2x11x10, dot-product, tn = 6
 (tiles 6 + 4) refreshes 10 rows where tn = 5 (5 + 5) refreshes 12, same ``E0``).
 
@@ -71,7 +74,13 @@ import numpy as np
 
 from memwall.families.pim.config import ORDERS
 from memwall.golden.pim import closed_form
-from memwall.golden.pim.macro import BUFFER_COUNTERS, MACRO_COUNTERS, energy
+from memwall.golden.pim.macro import (
+    BUFFER_COUNTERS,
+    INPUT_COUNTERS,
+    MACRO_COUNTERS,
+    TRAFFIC_COUNTERS,
+    energy,
+)
 from memwall.golden.pim.mapping import Schedule
 from memwall.inputs import InputError
 
@@ -249,7 +258,7 @@ def _space(cfg, M: int, K: int, N: int) -> _Space:
     cap_m, cap_k, cap_n = _caps(cfg, M, K, N)
     F = cfg.fields
     m = _dimension(M, None, cap_m)
-    k = _dimension(K, None if cfg.row_wise else F, cap_k)
+    k = _dimension(K, F, cap_k)      # a row's fields, or the input beats (row-wise)
     n = _dimension(N, F if cfg.row_wise else None, cap_n)
     # Pairs in chunks of k classes: a (k, n) grid may be millions at max_dim.
     pk, pn = [], []
@@ -432,10 +441,12 @@ def search(cfg, M: int, K: int, N: int, *, ones: float | None = None, levels=Non
                          f"{bound.candidates:,} classes", M, K, N, cfg,
                          f"about {0.1e-6 * classes:.0f} s a pass over them, two a pool")
     searched = space_size(cfg, M, K, N, len(levels))
-    # Energy of one macro refresh at each level (energy() is linear in the counters).
-    zero = dict.fromkeys(MACRO_COUNTERS + BUFFER_COUNTERS, 0)
-    refresh_pj = [energy(cfg, dict(zero, refreshes=1), vpd=v)["pim_refresh"]
-                  for v in range(cfg.levels)]
+    # Energy of one macro refresh at each level, its cycle's logic included (energy() is
+    # linear in the counters).
+    zero = dict.fromkeys(MACRO_COUNTERS + BUFFER_COUNTERS + INPUT_COUNTERS + TRAFFIC_COUNTERS
+                         + ("input_beats",), 0)
+    refresh_pj = [energy(cfg, dict(zero, refreshes=1), vpd=v)["total"]
+                  - energy(cfg, zero, vpd=v)["total"] for v in range(cfg.levels)]
     best, evaluated, walked, bounded, work = None, 0, 0, 0, 0
     above, done = -np.inf, False
 

@@ -384,7 +384,8 @@ def test_operand_errors():
 
 def test_energy_breakdown():
     cfg = config(subarrays=2, banks=2)
-    counts = {"activations": 10, "sa_on": 100, "writes": 3, "refreshes": 2,
+    counts = {"activations": 10, "sa_on": 100, "writes": 3, "refreshes": 2, "input_beats": 4,
+              "input_ones": 6, "input_bits": 24, "weight_words": 19,
               "buffer_input_fills": 5, "buffer_input_reads": 7, "buffer_psum_reads": 11,
               "buffer_psum_writes": 13, "buffer_refreshes": 17}
     level = cfg.macro_table[1]
@@ -394,10 +395,17 @@ def test_energy_breakdown():
     assert e["pim_write"] == pytest.approx(4 * 3 * cfg.e_write_pj)
     assert e["pim_refresh"] == pytest.approx(
         4 * 2 * (level["e_access_pj"] + cfg.cols * level["e_sense_pj"] + cfg.e_write_pj))
-    assert e["pu"] == pytest.approx(10 * cfg.e_pu_pj)
+    # The logic: 3 + 4 + 10 + 2 cycles and the PU's latency; density 6/24 = 0.25.
+    logic, cycles = cfg.logic, 3 + 4 + 10 + 2 + pim.PU_LATENCY
+    assert e["logic_dynamic"] == pytest.approx(
+        cycles * logic["e_cycle_pj"] + 10 * 0.25 * logic["e_one_pj"]
+        + 10 * 2 * 0.25 * 0.75 * logic["e_toggle_pj"] + 3 * logic["e_write_pj"])
+    assert e["logic_leakage"] == pytest.approx(logic["leakage_mw"] * cycles * 1e3
+                                               / cfg.clock_mhz)
     assert e["buffer_access"] == pytest.approx(18 * cfg.buffer_e_write_pj
                                                + 18 * cfg.buffer_e_read_pj)
     assert e["buffer_refresh"] == pytest.approx(17 * cfg.buffer_e_refresh_pj)
+    assert e["weight_fetch"] == pytest.approx(19 * cfg.weight_bits * cfg.dram_e_bit_pj)
     assert e["total"] == pytest.approx(sum(v for k, v in e.items() if k != "total"))
     ungated = pim.energy(cfg, counts, vpd=1, gating=False)
     assert ungated["pim_sense"] == pytest.approx(cfg.width * 10 * level["e_sense_pj"])

@@ -98,7 +98,7 @@ def test_no_fitting_schedule_is_an_error():
 
 def test_the_search_bound_refuses_before_the_work_it_bounds():
     cfg = CONFIGS[0]
-    with pytest.raises(ps.SearchTooLarge, match=r"walks 6,120 classes .* of its up to "
+    with pytest.raises(ps.SearchTooLarge, match=r"walks 7,272 classes .* of its up to "
                                                 r"[0-9,]+ candidates, past its bound of 10 "):
         ps.search(cfg, 4, 30, 24, bound=ps.SearchBound(candidates=10))
     with pytest.raises(ps.SearchTooLarge, match="steps, past its bound of 5 for one"):

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import ClassVar
 
 from memwall.config import ConfigError, UnitConfig, field, int_range, number_range, one_of
+from memwall.golden.pim.logic import LOGIC_TERMS
 
 __all__ = ["PimConfig", "DEFAULT_MACRO_TABLE", "DEFAULT_TABLE_SOURCE", "MACRO_TABLE_KEYS",
            "ORDERS", "PROCESSING", "OPERATIONS", "MAX_LEVELS", "MAX_INPUT_REGISTER_BITS"]
@@ -92,6 +94,19 @@ def _table_check(value):
     return None
 
 
+def _logic_check(value):
+    if value == "calibrated":
+        return None
+    allowed = (f'must be "calibrated" or a mapping of exactly {", ".join(LOGIC_TERMS)} '
+               "(energies in pJ, leakage in mW; numbers >= 0 and at most 1e9)")
+    if not isinstance(value, dict) or set(value) != set(LOGIC_TERMS):
+        return allowed
+    for key, v in value.items():
+        if not _number(v) or not 0 <= v <= 1e9:
+            return f"{key} {v!r}: {allowed}"
+    return None
+
+
 def _bool(value):
     return None if isinstance(value, bool) else "must be true or false"
 
@@ -142,7 +157,19 @@ class PimConfig(UnitConfig):
                               else "must be a non-empty string", "where macro_table comes from")
     e_write_pj: float = field(0.06, number_range(0.0, 1e9),
                               "one row write of one subarray, pJ (VPD-independent write path)")
-    e_pu_pj: float = field(0.05, number_range(0.0, 1e9), "PU work for one row activation, pJ")
+    logic_energy: object = field(
+        "calibrated", _logic_check,
+        "the controller's and PU's energy: \"calibrated\" (fitted from this project's "
+        "synthesis, golden/pim/logic.py) or an override mapping of "
+        + ", ".join(LOGIC_TERMS))
+    dram_e_bit_pj: float = field(
+        20.0, number_range(0.0, 1e9),
+        "off-macro (DRAM) read energy per weight bit fetched for a macro row write, pJ; "
+        "default: 1.3 nJ per 64-bit DRAM access, the low end of Horowitz, 'Computing's energy "
+        "problem (and what we can do about it)', ISSCC 2014, 45 nm (its range: 1.3-2.6 nJ)")
+    logic_clock_gating: bool = field(
+        True, _bool, "charge the calibrated logic energy with the enable registers clock-gated "
+        "(the ICGs a place-and-route hand-off inserts; the flow's estimate) or without")
     buffer_e_read_pj: float = field(0.5, number_range(0.0, 1e9), "buffer read, pJ per word")
     buffer_e_write_pj: float = field(0.6, number_range(0.0, 1e9), "buffer write, pJ per word")
     buffer_e_refresh_pj: float = field(4.0, number_range(0.0, 1e9),
@@ -222,6 +249,14 @@ class PimConfig(UnitConfig):
         """Bits of the controller's input register file: ``input_beats`` beats of a row's
         fields."""
         return self.input_beats * self.fields * self.input_bits
+
+    @cached_property
+    def logic(self) -> dict:
+        """The controller's and PU's energy terms and where they come from
+        (:func:`memwall.golden.pim.logic.resolve`)."""
+        from memwall.golden.pim.logic import resolve
+
+        return resolve(self)
 
     @property
     def subarray_count(self) -> int:
