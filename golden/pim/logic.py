@@ -3,8 +3,8 @@
 ``golden/pim/logic_calibration.json`` holds the fits of ``python -m
 memwall.families.pim.calibrate`` (its docstring defines them): per synthesised config, the
 energy per cycle, per activation with a 1 input bit, per expected input-bit toggle and per
-row write, and the leakage power. A config's ``logic_energy`` is either ``"calibrated"`` (the default)
-or a mapping of those five values (an override, named as one in every report).
+row write, and the leakage power. A config's ``logic_energy`` is either ``"calibrated"`` (the
+default) or a mapping of those five values (an override, named as one in every report).
 
 ``"calibrated"`` takes the fit of the config whose logic parameters
 (:func:`memwall.families.pim.calibrate.logic_key`) are equal; else the fit of the nearest

@@ -1,7 +1,7 @@
 """The ``pim`` family's retention-aware scheduler: the closed-form counts of a schedule
 (:mod:`memwall.golden.pim.closed_form`), the search for the minimum-energy schedule
 (:mod:`memwall.golden.pim.search`), both re-exported here, and the comparison with the eDRAM
-and SRAM (Neural-Cache-like) baselines and the feature ablation (:func:`compare`).
+and Neural Cache baselines and the feature ablation (:func:`compare`).
 
 The search's space is every tile size 1..D of each dimension, every loop order and every VPD
 level, kept when the schedule fits; its result is the minimum energy over that whole space
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from memwall.golden.pim import neural_cache
 from memwall.golden.pim.closed_form import (
     _steps,
     _weight_rows,
@@ -23,7 +24,6 @@ from memwall.golden.pim.closed_form import (
     timing,
     walk,
 )
-from memwall.golden.pim.macro import energy
 from memwall.golden.pim.search import (
     CHUNK,
     DEFAULT_BOUND,
@@ -41,24 +41,21 @@ from memwall.golden.pim.search import (
 )
 
 __all__ = ["counts", "evaluate", "walk", "timing", "macro_refreshes", "search", "compare",
-           "candidates", "tile_classes", "space_size", "peak_psum_closed_form", "sram_energy",
+           "candidates", "tile_classes", "space_size", "peak_psum_closed_form",
+           "neural_cache_baseline",
            "run_json", "as_json", "format_report", "NoSchedule", "SearchTooLarge", "SearchBound",
            "DEFAULT_BOUND", "UNBOUNDED", "CHUNK", "EVAL_OVERHEAD_STEPS"]
 
 
-def sram_energy(cfg, c: dict) -> dict:
-    """The Neural-Cache-like SRAM baseline on the same counters (pJ): 6T arrays of the same
-    geometry, every sense amp on, no refresh in the macro or the buffer; the PU and buffer
-    accesses as :func:`memwall.golden.pim.macro.energy` charges them."""
-    S = cfg.subarray_count
-    parts = energy(cfg, c, gating=False, vpd=0)
-    parts.update(pim_access=S * c["activations"] * cfg.sram_e_access_pj,
-                 pim_sense=cfg.width * c["activations"] * cfg.sram_e_sense_pj,
-                 pim_write=S * c["writes"] * cfg.sram_e_write_pj, pim_refresh=0.0,
-                 buffer_refresh=0.0)
-    del parts["total"]
-    parts["total"] = sum(parts.values())
-    return parts
+def neural_cache_baseline(cfg, M: int, K: int, N: int) -> dict | None:
+    """The Neural Cache baseline of the GEMM (:mod:`memwall.golden.pim.neural_cache`):
+    ``{"energy", "cycles", "plan"}``, or None where the array's rows cannot map it."""
+    try:
+        return {"energy": neural_cache.energy(cfg, M, K, N),
+                "cycles": neural_cache.cycles(cfg, M, K, N)["total"],
+                "plan": neural_cache.plan(cfg, M, K, N)}
+    except neural_cache.NoNeuralCacheMapping:
+        return None
 
 
 # --- baselines and ablation -----------------------------------------------------------------
@@ -73,7 +70,8 @@ def compare(cfg, M: int, K: int, N: int, *, ones: float | None = None,
       (best level for that schedule), + sense-amp gating, + retention-aware schedule search
       (the proposed result). Each step takes a minimum over a set holding the previous step's
       choice, so energy never increases along it.
-    * Neural-Cache-like SRAM: the proposed schedule's counters on 6T SRAM (:func:`sram_energy`).
+    * Neural Cache: its own bit-serial algorithm on SRAM of the same geometry
+      (:func:`neural_cache_baseline`; None where the rows cannot hold its scratch rows).
     """
     naive_search = search(cfg, M, K, N, ones=ones, levels=[0], gating=False, refresh="off",
                           bound=bound)
@@ -100,14 +98,15 @@ def compare(cfg, M: int, K: int, N: int, *, ones: float | None = None,
                for v in range(cfg.levels)), key=_key)
     gated = evaluate(cfg, vpd["schedule"], ones=ones)
     best = search(cfg, M, K, N, ones=ones, bound=bound)
-    sram = sram_energy(cfg, best["counters"])
+    cache = neural_cache_baseline(cfg, M, K, N)
     steps = [("eDRAM baseline", base), ("+ refresh skipping", skip), ("+ VPD choice", vpd),
              ("+ sense-amp gating", gated), ("+ retention-aware schedule", best)]
     macro = ("pim_access", "pim_sense", "pim_write", "pim_refresh")
     return {"gemm": (M, K, N), "config": cfg.name, "proposed": best, "edram_baseline": base,
-            "sram_energy": sram, "ablation": steps, "logic": dict(cfg.logic),
+            "neural_cache": cache, "ablation": steps, "logic": dict(cfg.logic),
             "vs_edram": base["energy"]["total"] / best["energy"]["total"],
-            "vs_sram": sram["total"] / best["energy"]["total"],
+            "vs_neural_cache": cache["energy"]["total"] / best["energy"]["total"]
+            if cache else None,
             "macro_saving_vs_edram": 1 - sum(best["energy"][k] for k in macro)
             / sum(base["energy"][k] for k in macro)}
 
@@ -124,11 +123,15 @@ def as_json(result: dict) -> dict:
     best = result["proposed"]
     return {"config": result["config"], "gemm": dict(zip("MKN", result["gemm"], strict=True)),
             "proposed": run_json(best), "edram_baseline": run_json(result["edram_baseline"]),
-            "sram_baseline_energy_pj": {k: float(v) for k, v in result["sram_energy"].items()},
+            "neural_cache": None if result["neural_cache"] is None else {
+                "energy_pj": {k: float(v) for k, v in result["neural_cache"]["energy"].items()},
+                "cycles": result["neural_cache"]["cycles"],
+                "plan": result["neural_cache"]["plan"]},
             "ablation": [{"step": name, "energy_pj": float(e["energy"]["total"]),
                           "schedule": dataclasses.asdict(e["schedule"])}
                          for name, e in result["ablation"]],
-            "ratios": {"vs_edram": result["vs_edram"], "vs_sram": result["vs_sram"],
+            "ratios": {"vs_edram": result["vs_edram"],
+                       "vs_neural_cache": result["vs_neural_cache"],
                        "macro_saving_vs_edram": result["macro_saving_vs_edram"]},
             "search": {"candidates": best["searched"], "classes": best["classes"],
                        "evaluated": best["evaluated"], "walked": best["walked"],
@@ -147,17 +150,27 @@ def format_report(result: dict) -> str:
              f"that fits) in {best['classes']:,} classes, {best['evaluated']:,} evaluated "
              f"exactly ({best['walked']:,} step walks), {best['seconds']:.3f} s",
              "logic (controller and PU) energy: " + result["logic"]["source"], "",
-             "energy (pJ)      proposed   eDRAM base   SRAM (NC)"]
+             "energy (pJ)      proposed   eDRAM base"]
     for part in best["energy"]:
-        lines.append(f"  {part:<14}{best['energy'][part]:>11.1f}{base['energy'][part]:>13.1f}"
-                     f"{result['sram_energy'][part]:>12.1f}")
+        lines.append(f"  {part:<14}{best['energy'][part]:>11.1f}{base['energy'][part]:>13.1f}")
+    cache = result["neural_cache"]
+    if cache is None:
+        lines += ["", "Neural Cache: the array's rows cannot hold its scratch rows and a weight"]
+    else:
+        p = cache["plan"]
+        lines += ["", f"Neural Cache (bit-serial, transposed; {p['kc']} weights a lane, "
+                  f"{p['lanes']} lanes an output, {p['waves']} waves): {cache['cycles']:,} "
+                  "cycles"]
+        lines += [f"  {part:<14}{value:>11.1f}" for part, value in cache["energy"].items()]
     lines += ["", "counters         proposed   eDRAM base"]
     for name, value in best["counters"].items():
         lines.append(f"  {name:<20}{value:>11,.0f}{base['counters'][name]:>13,.0f}")
     lines += ["", "ablation (pJ)"]
     for name, e in result["ablation"]:
         lines.append(f"  {name:<30}{e['energy']['total']:>13.1f}")
-    lines += ["", f"{result['vs_edram']:.2f}x less energy than the eDRAM baseline, "
-              f"{result['vs_sram']:.2f}x less than Neural-Cache-like SRAM; eDRAM macro energy "
-              f"{100 * result['macro_saving_vs_edram']:.1f} % below the baseline's"]
+    versus = (f"{result['vs_neural_cache']:.2f}x less than Neural Cache"
+              if result["vs_neural_cache"] else "no Neural Cache mapping")
+    lines += ["", f"{result['vs_edram']:.2f}x less energy than the eDRAM baseline, {versus}; "
+              f"eDRAM macro energy {100 * result['macro_saving_vs_edram']:.1f} % below the "
+              "baseline's"]
     return "\n".join(lines)

@@ -9,8 +9,9 @@ Space. Every tile size ``tm`` in 1..M, ``tk`` in 1..K, ``tn`` in 1..N, every loo
 Classes. A schedule's energy is its refresh-free energy ``E0`` (activations, sense amps, row
 writes, buffer reads and writes, and the logic's energy over the refresh-free cycles: one per
 write, input beat and activation: exact) plus the energy of its macro and buffer refreshes
-(never negative; a macro refresh's includes its cycle of logic energy and leakage). The refresh-free counters (:func:`memwall.golden.pim.closed_form._static`)
-depend on the tile sizes only through
+(never negative; a macro refresh's includes its cycle of logic energy and leakage). The
+refresh-free counters (:func:`memwall.golden.pim.closed_form._static`) depend on the tile sizes
+only through
 
 * the tile counts ``c_m, c_k, c_n`` (``c = ceil(D / t)``: loads, fills, input and partial-sum
   traffic, and which loop is the innermost that moves), and

@@ -36,7 +36,7 @@ def test_model_pim_json(capsys):
 def test_model_pim_text(capsys):
     assert main(["model", "pim", "--config", "pim_small", "--gemm", "2,16,8"]) == 0
     out = capsys.readouterr().out
-    assert "eDRAM base" in out and "SRAM (NC)" in out and "+ sense-amp gating" in out
+    assert "eDRAM base" in out and "Neural Cache" in out and "+ sense-amp gating" in out
 
 
 @pytest.mark.parametrize("gemm", ["4,24", "0,3,3", "1,2,x", "5000,1,1", "-1,2,3"])

@@ -31,7 +31,7 @@ against the current RTL (a stale fit fails it). :mod:`memwall.golden.pim.logic` 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import json
 import sys
 from pathlib import Path
 
@@ -44,7 +44,7 @@ from memwall.files import dumps_json
 
 __all__ = ["calibration_workloads", "fit", "calibrate", "main", "CONFIGS", "PDK", "TERMS"]
 
-CONFIGS = ("pim_small", "pim_paper")
+CONFIGS = ("pim_small", "pim_paper", "pim_paper_bitserial")
 PDK = "asap7"
 #: Fitted per-event energies (pJ), in the order of the fit's columns.
 TERMS = ("e_cycle_pj", "e_one_pj", "e_toggle_pj", "e_write_pj")
@@ -205,15 +205,18 @@ def logic_key(cfg) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from memwall.golden.pim.logic import CALIBRATION_FILE, load_calibration
+    from memwall.golden.pim.logic import CALIBRATION_FILE
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("configs", nargs="*", default=list(CONFIGS))
     parser.add_argument("--build-root", type=Path, default=paths.REPO / "build")
     args = parser.parse_args(argv)
-    table = dict(load_calibration())
     for name in args.configs:
         entry = calibrate(name, args.build_root)
+        (args.build_root / name / "logic_calibration" / PDK / "fit.json").write_text(
+            dumps_json(entry, indent=1) + "\n")
+        table = dict(json.loads(CALIBRATION_FILE.read_text())) \
+            if CALIBRATION_FILE.is_file() else {}          # read now: another run may have written
         table[entry["config"]] = entry
         for variant in VARIANTS:
             result = entry[variant]

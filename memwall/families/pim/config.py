@@ -40,13 +40,14 @@ MACRO_TABLE_KEYS = ("name", "vpd_mv", "rbl_swing_mv", "vref_mv", "retention_us",
 
 DEFAULT_TABLE_SOURCE = (
     "memwall first-order 2T gain-cell model, not silicon data (the paper's HSPICE tables are "
-    "unpublished). Retention at VPD = VSS is 45 us, the refresh interval at which the 3T "
-    "gain-cell eDRAM characterised in SHIELD (../shared/papers/shield-segmented-edram-refresh"
-    ".txt, T_std) shows no bit errors; it scales in proportion to the read-bitline swing "
+    "unpublished). Retention at VPD = VSS: 45 us, SHIELD's standard refresh interval T_std for "
+    "a 3T gain-cell eDRAM (../shared/papers/shield-segmented-edram-refresh.txt, section IV-B; "
+    "SHIELD states no bit-error rate at it); published GC-eDRAM macros retain 16 to 77 us "
+    "(memwall.families.pim.sources). Other levels in proportion to the read-bitline swing "
     "(the storage node may leak until the sensing margin closes). Access energy "
-    "C_RBL * VDD * swing with C_RBL = 10 fF per column over 64 columns at VDD = 0.8 V; "
-    "sense-amp energy 2 fJ at a 400 mV margin, inversely proportional to the swing. "
-    "VREF is the midpoint of the '1' and '0' RBL levels (RBL precharged to VDD).")
+    "C_RBL * VDD * swing with C_RBL = 10 fF per column (unsourced) over 64 columns at VDD = "
+    "0.8 V; sense-amp energy 2 fJ at a 400 mV margin (unsourced), inversely proportional to "
+    "the swing. VREF is the midpoint of the '1' and '0' RBL levels (RBL precharged to VDD).")
 
 
 def _level(name: str, vpd: float, swing: float) -> dict:
