@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 DEBIAN_TOOLS := iverilog:iverilog sta:opensta
 PYTEST_WORKERS ?= 2
 
-.PHONY: gen test test-slow lint bench clean setup synth report ranges depth mutate prove
+.PHONY: gen test test-slow lint bench clean setup synth report ranges depth mutate prove calibrate
 
 setup: $(STAMP)
 
@@ -93,6 +93,13 @@ ranges: $(STAMP)
 # reports/dplena/pipeline_depth.{md,json,png}. About 10 minutes a depth on dplena32.
 depth: $(STAMP)
 	$(BIN)/python benchmarks/pipeline_depth.py
+
+# The PIM model's logic energy: synthesises the PIM configs (asap7) and fits their energy per
+# cycle, input bit, toggle and write from activity runs: golden/pim/logic_calibration.json.
+# About 25 minutes a paper config's synthesis plus 10 a run (six runs).
+calibrate: $(STAMP)
+	for c in pim_small pim_paper pim_paper_bitserial; do $(BIN)/memwall synth $$c --pdk asap7 || exit 1; done
+	$(BIN)/python -m memwall.families.pim.calibrate
 
 clean:
 	rm -rf build sim_build

@@ -55,6 +55,7 @@ def test_closed_form_counts_equal_the_event_simulator(index):
             for key, value in sim["counters"].items():
                 assert got[key] == value, (s, mode, key)
             assert got["cycles"] == sim["cycles"], (s, mode)
+            assert pim.cycles_of(sim["counters"]) == sim["cycles"], (s, mode)   # the logic's
             refreshed += sim["refreshes"] > 0
         assert ps.peak_psum_closed_form(s) == pim.peak_psum_words(s)
     assert refreshed >= 6, "too few schedules refresh: the check would not test the bursts"

@@ -63,7 +63,7 @@ def _gemms(cfg):
     _a, b = power_gemm(cfg)
     b = b[:max(2, cfg.rows // cfg.planes)]        # one k-tile of a full macro's rows
     k, n = b.shape
-    m = 4
+    m = 2
     rng = np.random.default_rng(SEED)
     lo = -(1 << (cfg.input_bits - 1)) if cfg.input_signed else 0
     hi = (1 << (cfg.input_bits - 1)) if cfg.input_signed else 1 << cfg.input_bits
@@ -71,7 +71,7 @@ def _gemms(cfg):
     ones_in = -1 if cfg.input_signed else (1 << cfg.input_bits) - 1
     # Fixed schedules (not the search's, which depends on this fit): the whole k range in one
     # tile, the widest n tile the rows hold. Each weight tile written once and kept while the
-    # four rows stream past it (m innermost), against m outermost with one row per tile:
+    # two rows stream past it (m innermost), against m outermost with one row per tile:
     # every tile rewritten per row.
     tn = cfg.fields if cfg.row_wise else max(1, cfg.rows // (cfg.planes * -(-k // cfg.fields)))
     resident = _fitting(cfg, Schedule(m, k, n, m, k, tn, "knm", 0))

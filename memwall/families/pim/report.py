@@ -488,6 +488,23 @@ def synthesis(build_root: Path = ROOT / "build") -> str:
             f"{1e3 * logic_nj / model['counters']['activations']:.2f} | {model_nj:.2f} | "
             + (f"{100 * logic_nj / (logic_nj + model_nj):.1f} % |" if met
                else "timing missed: not compared |"))
+    lines += ["", "Where the logic's power goes, per module (the flow's power at the config's "
+              "clock over its power workload; flip-flops, those whose enable holds in the run, "
+              "and what clock-gating them saves):", "",
+              "| config | module | µm² | flops | gateable flops | internal mW | switching mW | "
+              "leakage mW | clock-gating saving mW |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name in SYNTH_CONFIGS:
+        loaded = synth_metrics(build_root, name, SYNTH_PDK)
+        if loaded is None:
+            continue
+        m = loaded[0]
+        for module, power in sorted(m["power_by_module"].items()):
+            own = power["per_instance_mw"]
+            gating = m["clock_gating"]["by_module"].get(module, {})
+            lines.append(f"| {name} | `{module}` | {m['area_by_module'][module]['own_um2']:.1f} | "
+                         f"{gating.get('flops', 0):,} | {gating.get('gated_flops', 0):,} | "
+                         f"{own['internal']:.4g} | {own['switching']:.4g} | "
+                         f"{own['leakage']:.4g} | {gating.get('saving_mw', 0.0):.4g} |")
     sram = macro_area(load_config(CONFIG), SYNTH_PDK)["sram"]
     lines += ["", "The macro's area is a model (`golden/pim/area.py`): rows x width bit cells at "
               f"{sram['per_bit_um2']:.4f} µm² per 6T SRAM bit times a gain cell's share of it "
