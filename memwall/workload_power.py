@@ -7,7 +7,8 @@ re-uses the synthesis of ``build/<config>/synth/<pdk>`` (its netlists, area and 
 model), simulates each :class:`memwall.family.PowerWorkload` on Verilator, and times and powers
 the design under that run's activity exactly as the flow does
 (:func:`memwall.flows.hierarchical.run_sta`). Each run works in its own folder,
-``build/<config>/<label>/<pdk>/<workload>``, so the config's own row is left untouched.
+``build/<config>/<label>/<pdk>/<workload>``, so the config's own row is left untouched, and
+keeps its result there (``power.json``): a run of the same RTL, flow and workload is reused.
 """
 
 from __future__ import annotations
@@ -45,13 +46,14 @@ def power_under(config: str, pdk_name: str, workloads: dict, *, build_root: Path
     from memwall.flows.workload import _activity_of, merge_activity, module_keys
 
     cfg = load_config(config)
-    gen_dir = Path(build_root) / cfg.name
+    build_root = Path(build_root).resolve()      # the STA runs elsewhere: paths absolute
+    gen_dir = build_root / cfg.name
     synth_dir = gen_dir / "synth" / pdk_name
     if not (synth_dir / "metrics.json").is_file():
         raise NotSynthesised(f"{cfg.name} has no synthesis on {pdk_name} under {build_root}: "
                              f"run `memwall synth {cfg.name} --pdk {pdk_name}` first")
     manifest = json.loads((gen_dir / "manifest.json").read_text())
-    pdk = find_pdk(pdk_name, cache_root=Path(build_root) / "pdk")
+    pdk = find_pdk(pdk_name, cache_root=build_root / "pdk")
     period_ns = cfg.clock_period_ns_on(pdk.name)
     top_name, top = family(cfg.unit_name).build_top(cfg)
     _design, keys = module_keys(top, top_name)
@@ -59,6 +61,13 @@ def power_under(config: str, pdk_name: str, workloads: dict, *, build_root: Path
     out = []
     for run_name, workload in workloads.items():
         run_dir = gen_dir / label / pdk.name / run_name
+        key = _run_key(gen_dir, workload)
+        done = run_dir / "power.json"
+        if done.is_file():
+            record = json.loads(done.read_text())
+            if record.get("key") == key:       # the same netlist, flow and workload: reuse
+                out.append(record["result"])
+                continue
         if run_dir.exists():
             shutil.rmtree(run_dir)
         run_dir.mkdir(parents=True)
@@ -78,7 +87,21 @@ def power_under(config: str, pdk_name: str, workloads: dict, *, build_root: Path
                     "cycles": cycles, "power_mw": power,
                     "energy_pj": {k: v * period_ns * cycles for k, v in power.items()},
                     "wns_ns": timing["wns_ns"]})
+        done.write_text(json.dumps({"key": key, "result": out[-1]}, indent=1) + "\n")
     return out
+
+
+def _run_key(gen_dir: Path, workload) -> dict:
+    """What a run's power depends on: the RTL, the flow's version and the workload (its
+    testbench parameters, which hold the operands and the schedule)."""
+    import hashlib
+
+    from memwall.flows.provenance import flow_version, rtl_sha256
+
+    params = json.dumps(workload.params, sort_keys=True, default=str).encode()
+    return {"rtl_sha256": rtl_sha256(gen_dir), "flow_version": flow_version(),
+            "testbench": workload.testbench, "testcase": workload.testcase,
+            "params_sha256": hashlib.sha256(params).hexdigest()}
 
 
 def _with_wire_load(pdk, area: dict, run_dir: Path, with_wire_load):

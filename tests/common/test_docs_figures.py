@@ -359,6 +359,7 @@ def test_pim_report_readme_is_what_its_generator_writes(pim_results):
     from memwall.families.pim import report as pim_report
 
     assert (PIM / "README.md").read_text() == pim_report.readme(pim_results)
+    assert (PIM / "results.csv").read_text() == pim_report.csv_text(pim_results)
 
 
 def test_pim_report_gemv_rows_and_lifetime_are_current(pim_results, monkeypatch):
@@ -366,10 +367,9 @@ def test_pim_report_gemv_rows_and_lifetime_are_current(pim_results, monkeypatch)
     code on bigger shapes. Search times are wall-clock, so quoted, not compared."""
     from memwall.families.pim import report as pim_report
 
-    monkeypatch.setattr(pim_report, "shapes", lambda: [
-        (model, layer, tuple(gemm)) for model, layer, gemm in
-        {(r["model"], r["layer"], tuple(r["gemm"])) for r in pim_results["gemms"]
-         if r["gemm"][0] == 1}])
+    monkeypatch.setattr(pim_report, "shapes", lambda: list(dict.fromkeys(
+        (r["model"], r["layer"], tuple(r["gemm"])) for r in pim_results["gemms"]
+        if r["gemm"][0] == 1)))
     fresh = {(r["pu"], r["model"], r["layer"]): r for r in pim_report.gemm_results()}
     assert fresh
     for row in pim_results["gemms"]:
@@ -377,6 +377,14 @@ def test_pim_report_gemv_rows_and_lifetime_are_current(pim_results, monkeypatch)
         if key in fresh:
             got = {k: v for k, v in fresh[key].items() if k != "search"}
             assert json.loads(json.dumps(got)) == {k: v for k, v in row.items() if k != "search"}
+    # One constant of the sensitivity table, both ends, recomputed (each is the same code).
+    from memwall.families.pim import sources
+
+    stored = {row["constant"]: row for row in pim_results["sensitivity"]}
+    monkeypatch.setattr(sources, "SOURCES", [s for s in sources.SOURCES
+                                             if s.name == "dram_e_bit_pj"])
+    (row,) = pim_report.sensitivity_results()["sensitivity"]
+    assert json.loads(json.dumps(row)) == stored["dram_e_bit_pj"]
     monkeypatch.setattr(pim_report, "LIFETIME_M", (1, 4, 16))
     points = pim_report.lifetime_results()["points"]
     committed = {p["M"]: p for p in pim_results["lifetime"]["points"]}

@@ -45,6 +45,9 @@ from memwall.files import dumps_json
 __all__ = ["calibration_workloads", "fit", "calibrate", "main", "CONFIGS", "PDK", "TERMS"]
 
 CONFIGS = ("pim_small", "pim_paper", "pim_paper_bitserial")
+#: The configs whose fit is committed (golden/pim/logic_calibration.json); the others'
+#: logic is scaled from the nearest fit until `make calibrate` has run on them.
+CALIBRATED = ("pim_small",)
 PDK = "asap7"
 #: Fitted per-event energies (pJ), in the order of the fit's columns.
 TERMS = ("e_cycle_pj", "e_one_pj", "e_toggle_pj", "e_write_pj")

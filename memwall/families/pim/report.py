@@ -249,6 +249,10 @@ def _headline(rows: list[dict]) -> list[str]:
     return lines
 
 
+def _measured(results: dict, pu: str) -> str:
+    return "measured" if results["logic"]["measured"][pu] else "an estimate"
+
+
 def _logic_table(results: dict) -> list[str]:
     lines = ["| config | clock | fit | e_cycle pJ | e_one pJ | e_toggle pJ | e_write pJ | "
              "leakage mW | held-out errors |", "|---|---:|---|---:|---:|---:|---:|---:|---|"]
@@ -292,10 +296,12 @@ def readme(results: dict) -> str:
         "(`memwall.golden.pim.schedule`), whose counts equal the event simulator's and the "
         "RTL's (tests/pim/test_pim_schedule.py, tests/pim/test_sim_pim.py). What the energy "
         "rests on:", "",
-        "- **Logic (controller and PU)**: measured. Per cycle, per input 1 bit and toggle, per "
-        "row write, and leakage over the run's time, fitted from this project's synthesis and "
-        "activity runs (`python -m memwall.families.pim.calibrate`; the fits are below). "
-        + "; ".join(f"{pu}: {results['logic']['source'][pu]}" for pu in PU_VARIANTS) + ".",
+        "- **Logic (controller and PU)**: per cycle, per input 1 bit and toggle, per row "
+        "write, and leakage over the run's time, fitted from this project's synthesis and "
+        "activity runs (`make calibrate`; the fits are below). "
+        + "; ".join(f"{pu} PU: **{_measured(results, pu)}**, {results['logic']['source'][pu]}"
+                    for pu in PU_VARIANTS)
+        + ". An estimate is not a measurement: its rows move when the config is calibrated.",
         "- **Weights**: every weight written into the macro is fetched from DRAM at "
         f"{cfg.dram_e_bit_pj:g} pJ/bit (Horowitz, ISSCC 2014), in every scheme.",
         f"- **Macro, buffer**: the default macro table, a first-order model: *{cfg.table_source}*"
@@ -492,7 +498,8 @@ def synthesis(build_root: Path = ROOT / "build") -> str:
               "clock over its power workload; flip-flops, those whose enable holds in the run, "
               "and what clock-gating them saves):", "",
               "| config | module | µm² | flops | gateable flops | internal mW | switching mW | "
-              "leakage mW | clock-gating saving mW |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+              "leakage mW | clock-gating saving mW |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name in SYNTH_CONFIGS:
         loaded = synth_metrics(build_root, name, SYNTH_PDK)
         if loaded is None:
@@ -529,7 +536,8 @@ def synthesis(build_root: Path = ROOT / "build") -> str:
 def logic_results() -> dict:
     """The calibration's fits and where each PU variant's logic energy comes from."""
     return {"fits": load_calibration(),
-            "source": {pu: variant(pu).logic["source"] for pu in PU_VARIANTS}}
+            "source": {pu: variant(pu).logic["source"] for pu in PU_VARIANTS},
+            "measured": {pu: variant(pu).logic["measured"] for pu in PU_VARIANTS}}
 
 
 def sensitivity_results() -> dict:
