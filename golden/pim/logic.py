@@ -7,7 +7,7 @@ row write, and the leakage power. A config's ``logic_energy`` is either ``"calib
 default) or a mapping of those five values (an override, named as one in every report).
 
 ``"calibrated"`` takes the fit of the config whose logic parameters
-(:func:`memwall.families.pim.calibrate.logic_key`) are equal; else the fit of the nearest
+(:func:`logic_key`) are equal; else the fit of the nearest
 calibrated config of the same PU (processing and operation; else any), with the per-event
 terms and the leakage scaled by the ratio of PU fields (the PU's adders and accumulators, and
 the row-wide input registers, grow with the fields; the controller's per-row state does not,
@@ -20,11 +20,30 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["CALIBRATION_FILE", "LOGIC_TERMS", "load_calibration", "resolve", "logic_energy"]
+from memwall.families.pim.config import LOGIC_TERMS
+
+__all__ = ["CALIBRATION_FILE", "LOGIC_TERMS", "load_calibration", "resolve", "logic_energy",
+           "logic_terms", "logic_key"]
 
 CALIBRATION_FILE = Path(__file__).resolve().parent / "logic_calibration.json"
 #: The override's keys: the fit's per-event energies (pJ) and the leakage (mW).
-LOGIC_TERMS = ("e_cycle_pj", "e_one_pj", "e_toggle_pj", "e_write_pj", "leakage_mw")
+_RESOLVED: dict[str, dict] = {}
+
+
+def logic_key(cfg) -> dict:
+    """The parameters that shape the synthesised controller and PU."""
+    names = ("rows", "cols", "subarrays", "banks", "processing", "operation", "weight_bits",
+             "input_bits", "weight_signed", "input_signed", "acc_bits", "input_beats")
+    return {n: getattr(cfg, n) for n in names}
+
+
+def logic_terms(cfg) -> dict:
+    """:func:`resolve`, once per distinct logic key, override and gating choice."""
+    key = json.dumps([logic_key(cfg), cfg.logic_energy, cfg.logic_clock_gating],
+                     sort_keys=True)
+    if key not in _RESOLVED:
+        _RESOLVED[key] = resolve(cfg)
+    return _RESOLVED[key]
 
 
 @lru_cache(maxsize=1)
@@ -45,8 +64,6 @@ def _fields(key: dict) -> int:
 
 def resolve(cfg) -> dict:
     """``{term: value, ..., "source": str, "measured": bool}`` of ``cfg``'s logic energy."""
-    from memwall.families.pim.calibrate import logic_key
-
     if isinstance(cfg.logic_energy, dict):
         return {**{t: float(cfg.logic_energy[t]) for t in LOGIC_TERMS},
                 "source": "config override (logic_energy), not this project's measurement",
@@ -82,7 +99,7 @@ def resolve(cfg) -> dict:
 def logic_energy(cfg, cycles, activations, density, writes) -> dict:
     """``{"logic_dynamic", "logic_leakage"}`` in pJ for these counts (numbers or arrays);
     ``density``: the inputs' fraction of 1 bits."""
-    terms = cfg.logic
+    terms = logic_terms(cfg)
     toggles = activations * 2 * density * (1 - density)
     dynamic = (terms["e_cycle_pj"] * cycles + terms["e_one_pj"] * activations * density
                + terms["e_toggle_pj"] * toggles + terms["e_write_pj"] * writes)

@@ -24,6 +24,7 @@ from memwall.golden.pim.closed_form import (
     timing,
     walk,
 )
+from memwall.golden.pim.logic import logic_terms
 from memwall.golden.pim.search import (
     CHUNK,
     DEFAULT_BOUND,
@@ -103,7 +104,7 @@ def compare(cfg, M: int, K: int, N: int, *, ones: float | None = None,
              ("+ sense-amp gating", gated), ("+ retention-aware schedule", best)]
     macro = ("pim_access", "pim_sense", "pim_write", "pim_refresh")
     return {"gemm": (M, K, N), "config": cfg.name, "proposed": best, "edram_baseline": base,
-            "neural_cache": cache, "ablation": steps, "logic": dict(cfg.logic),
+            "neural_cache": cache, "ablation": steps, "logic": dict(logic_terms(cfg)),
             "vs_edram": base["energy"]["total"] / best["energy"]["total"],
             "vs_neural_cache": cache["energy"]["total"] / best["energy"]["total"]
             if cache else None,

@@ -11,6 +11,7 @@ import pytest
 
 from memwall.families.pim.config import ORDERS, PimConfig
 from memwall.golden.pim import macro as pim
+from memwall.golden.pim.logic import logic_terms
 from memwall.golden.pim.macro import PU_LATENCY, OperandError, Schedule
 
 #: configs/pim_small.yaml's values (load_config needs every family importable; this does not).
@@ -396,7 +397,7 @@ def test_energy_breakdown():
     assert e["pim_refresh"] == pytest.approx(
         4 * 2 * (level["e_access_pj"] + cfg.cols * level["e_sense_pj"] + cfg.e_write_pj))
     # The logic: 3 + 4 + 10 + 2 cycles and the PU's latency; density 6/24 = 0.25.
-    logic, cycles = cfg.logic, 3 + 4 + 10 + 2 + pim.PU_LATENCY
+    logic, cycles = logic_terms(cfg), 3 + 4 + 10 + 2 + pim.PU_LATENCY
     assert e["logic_dynamic"] == pytest.approx(
         cycles * logic["e_cycle_pj"] + 10 * 0.25 * logic["e_one_pj"]
         + 10 * 2 * 0.25 * 0.75 * logic["e_toggle_pj"] + 3 * logic["e_write_pj"])

@@ -10,7 +10,7 @@ from memwall.config import ConfigError, config_from_dict, load_config
 from memwall.families.pim import calibrate
 from memwall.flows.provenance import rtl_sha256
 from memwall.gen import generate
-from memwall.golden.pim.logic import LOGIC_TERMS, load_calibration
+from memwall.golden.pim.logic import LOGIC_TERMS, load_calibration, logic_key, logic_terms
 
 
 def test_every_committed_fit_is_declared():
@@ -27,7 +27,7 @@ def test_the_committed_fit_is_of_todays_rtl(name, tmp_path):
     assert rtl_sha256(generate(cfg, tmp_path)) == entry["rtl_sha256"], (
         f"{name}'s RTL changed since its fit: memwall synth {name} --pdk asap7, then "
         f"python -m memwall.families.pim.calibrate {name}")
-    assert entry["key"] == calibrate.logic_key(cfg)
+    assert entry["key"] == logic_key(cfg)
     for variant in calibrate.VARIANTS:
         fit = entry[variant]
         assert all(np.isfinite(fit[t]) for t in LOGIC_TERMS)
@@ -72,16 +72,17 @@ def test_runs_that_do_not_separate_the_terms_are_refused():
 
 def test_a_config_resolves_to_its_fit_an_estimate_or_its_override():
     exact = load_config("pim_small")
-    assert exact.logic["measured"] and "fitted from pim_small" in exact.logic["source"]
+    terms = logic_terms(exact)
+    assert terms["measured"] and "fitted from pim_small" in terms["source"]
     entry = load_calibration()["pim_small"]
-    assert exact.logic["e_cycle_pj"] == entry["clock_gated"]["e_cycle_pj"]
+    assert logic_terms(exact)["e_cycle_pj"] == entry["clock_gated"]["e_cycle_pj"]
     ungated = dataclasses.replace(exact, logic_clock_gating=False)
-    assert ungated.logic["e_cycle_pj"] == entry["ungated"]["e_cycle_pj"]
+    assert logic_terms(ungated)["e_cycle_pj"] == entry["ungated"]["e_cycle_pj"]
     wider = dataclasses.replace(exact, cols=2 * exact.cols)
-    assert not wider.logic["measured"] and "scaled from" in wider.logic["source"]
+    assert not logic_terms(wider)["measured"] and "scaled from" in logic_terms(wider)["source"]
     override = dataclasses.replace(exact, logic_energy=dict.fromkeys(LOGIC_TERMS, 1.0))
-    assert override.logic["source"].startswith("config override")
-    assert override.logic["e_toggle_pj"] == 1.0
+    assert logic_terms(override)["source"].startswith("config override")
+    assert logic_terms(override)["e_toggle_pj"] == 1.0
 
 
 @pytest.mark.parametrize("value, match", [

@@ -41,6 +41,7 @@ from memwall import paths
 from memwall.config import load_config
 from memwall.family import PowerWorkload
 from memwall.files import dumps_json
+from memwall.golden.pim.logic import logic_key
 
 __all__ = ["calibration_workloads", "fit", "calibrate", "main", "CONFIGS", "PDK", "TERMS"]
 
@@ -198,13 +199,6 @@ def calibrate(config: str, build_root: Path = paths.REPO / "build") -> dict:
             "flow_version": flow_version(), "worst_slack_ns": min(r["wns_ns"] for r in measured),
             **{variant: fit(runs, total) for variant, total in VARIANTS.items()},
             "runs": [_run_record(r) for r in runs]}
-
-
-def logic_key(cfg) -> dict:
-    """The parameters that shape the synthesised controller and PU."""
-    names = ("rows", "cols", "subarrays", "banks", "processing", "operation", "weight_bits",
-             "input_bits", "weight_signed", "input_signed", "acc_bits", "input_beats")
-    return {n: getattr(cfg, n) for n in names}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
 from typing import ClassVar
 
 from memwall.config import ConfigError, UnitConfig, field, int_range, number_range, one_of
-from memwall.golden.pim.logic import LOGIC_TERMS
 
-__all__ = ["PimConfig", "DEFAULT_MACRO_TABLE", "DEFAULT_TABLE_SOURCE", "MACRO_TABLE_KEYS",
-           "ORDERS", "PROCESSING", "OPERATIONS", "MAX_LEVELS", "MAX_INPUT_REGISTER_BITS"]
+__all__ = ["PimConfig", "LOGIC_TERMS", "DEFAULT_MACRO_TABLE", "DEFAULT_TABLE_SOURCE",
+           "MACRO_TABLE_KEYS", "ORDERS", "PROCESSING", "OPERATIONS", "MAX_LEVELS",
+           "MAX_INPUT_REGISTER_BITS"]
 
 PROCESSING = ("bit_serial", "bit_parallel")
 OPERATIONS = ("row_wise", "dot_product")
@@ -34,6 +33,9 @@ MAX_LEVELS = 8
 #: generates the corners at this bound (reports/config_ranges.md).
 MAX_INPUT_REGISTER_BITS = 1 << 21
 
+#: The logic-energy terms (golden/pim/logic.py): the fit's per-event energies (pJ) and the
+#: leakage (mW); an override of ``logic_energy`` gives exactly these.
+LOGIC_TERMS = ("e_cycle_pj", "e_one_pj", "e_toggle_pj", "e_write_pj", "leakage_mw")
 #: Keys of one macro-table entry (one VPD level).
 MACRO_TABLE_KEYS = ("name", "vpd_mv", "rbl_swing_mv", "vref_mv", "retention_us", "e_access_pj",
                     "e_sense_pj")
@@ -250,14 +252,6 @@ class PimConfig(UnitConfig):
         """Bits of the controller's input register file: ``input_beats`` beats of a row's
         fields."""
         return self.input_beats * self.fields * self.input_bits
-
-    @cached_property
-    def logic(self) -> dict:
-        """The controller's and PU's energy terms and where they come from
-        (:func:`memwall.golden.pim.logic.resolve`)."""
-        from memwall.golden.pim.logic import resolve
-
-        return resolve(self)
 
     @property
     def subarray_count(self) -> int:

@@ -16,6 +16,8 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from memwall.golden.pim.logic import logic_terms
+
 __all__ = ["Source", "SOURCES", "scaled", "sensitivity", "RETENTION_US"]
 
 #: Published gain-cell eDRAM retention times (µs), the ends of the retention range.
@@ -55,7 +57,7 @@ def _fields_scaled(cfg, names: tuple[str, ...], factor: float):
 
 
 def _logic_scaled(cfg, factor: float):
-    return dataclasses.replace(cfg, logic_energy={k: v * factor for k, v in cfg.logic.items()
+    return dataclasses.replace(cfg, logic_energy={k: v * factor for k, v in logic_terms(cfg).items()
                                                   if k not in ("source", "measured")})
 
 

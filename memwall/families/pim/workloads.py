@@ -35,7 +35,7 @@ def power_schedule(cfg: PimConfig, a, b):
     """The schedule the power workload runs: the search's minimum of the macro's and buffer's
     energy alone, so it does not depend on the logic calibration (and the DRAM traffic) that
     the power figures feed."""
-    from memwall.golden.pim.logic import LOGIC_TERMS
+    from memwall.families.pim.config import LOGIC_TERMS
     from memwall.golden.pim.schedule import search
 
     macro_only = dataclasses.replace(cfg, logic_energy=dict.fromkeys(LOGIC_TERMS, 0.0),
