@@ -26,7 +26,7 @@ __all__ = ["CALIBRATION_FILE", "LOGIC_TERMS", "load_calibration", "resolve", "lo
            "logic_terms", "logic_key"]
 
 CALIBRATION_FILE = Path(__file__).resolve().parent / "logic_calibration.json"
-#: The override's keys: the fit's per-event energies (pJ) and the leakage (mW).
+#: resolve() per distinct logic key, override and gating choice (configs are remade often).
 _RESOLVED: dict[str, dict] = {}
 
 
