@@ -458,8 +458,8 @@ def synthesis(build_root: Path = ROOT / "build") -> str:
              "ungated (clock-gated) | logic pJ per activation | macro + buffer nJ (model) | "
              "logic share of energy |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
-    for name in SYNTH_CONFIGS:
-        loaded = synth_metrics(build_root, name, SYNTH_PDK)
+    metrics = {name: synth_metrics(build_root, name, SYNTH_PDK) for name in SYNTH_CONFIGS}
+    for name, loaded in metrics.items():
         if loaded is None:
             lines.append(f"| {name} | not synthesised: run `memwall synth {name} --pdk "
                          f"{SYNTH_PDK}` | | | | | | | | | | | | | |")
@@ -502,8 +502,7 @@ def synthesis(build_root: Path = ROOT / "build") -> str:
               "| config | module | µm² | flops | gateable flops | internal mW | switching mW | "
               "leakage mW | clock-gating saving mW |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for name in SYNTH_CONFIGS:
-        loaded = synth_metrics(build_root, name, SYNTH_PDK)
+    for name, loaded in metrics.items():
         if loaded is None:
             continue
         m = loaded[0]
