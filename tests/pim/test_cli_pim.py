@@ -60,6 +60,11 @@ def test_golden_pim_writes_c_cycles_and_counters(tmp_path):
         assert int(out["cycles"]) == best["cycles"]
         for name in pim.MACRO_COUNTERS + pim.BUFFER_COUNTERS:
             assert int(out[name]) == best["counters"][name], name
+        # The per-VPD split is the event simulator's own (by_level).
+        sim = pim.simulate(cfg, a.astype(np.int64), b.astype(np.int64), best["schedule"])
+        assert int(out["vpd"]) == sim["vpd"]
+        for name in pim.MACRO_COUNTERS:
+            assert out[f"per_vpd_{name}"].tolist() == list(sim["by_level"][name]), name
 
 
 BAD = {

@@ -70,12 +70,21 @@ def load_operands(path, cfg) -> tuple[np.ndarray, np.ndarray]:
     return a.astype(np.int64), b.astype(np.int64)
 
 
-def save_gemm_outputs(path, result: dict) -> None:
-    """``c`` (M, N) int64, ``cycles`` and every event counter as int64 scalars, atomically."""
+def save_gemm_outputs(path, result: dict, cfg, schedule) -> None:
+    """``c`` (M, N) int64, ``cycles`` and every event counter as int64 scalars; ``vpd``, the
+    schedule's VPD level, and per macro counter ``per_vpd_<name>``, an int64 array of one entry
+    per level of the config's macro table (a GEMM runs at one level, so the whole count is at
+    ``vpd``: the split the energy model charges by), atomically."""
+    from memwall.golden.pim.macro import MACRO_COUNTERS
+
     arrays = {"c": np.asarray(result["c"], dtype=np.int64),
-              "cycles": np.int64(result["cycles"])}
+              "cycles": np.int64(result["cycles"]), "vpd": np.int64(schedule.vpd)}
     for name, value in result["counters"].items():
         arrays[name] = np.int64(value)
+    for name in MACRO_COUNTERS:
+        split = np.zeros(cfg.levels, dtype=np.int64)
+        split[schedule.vpd] = result["counters"][name]
+        arrays[f"per_vpd_{name}"] = split
     write_npz_atomic(path, arrays)
 
 
@@ -105,7 +114,8 @@ def _data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True,
                         help="output .npz: c (M, N) int64, cycles, event counters by name "
                         "(run: the macro's from the RTL, the buffer's, the DRAM traffic and "
-                        "the inputs' bits from the scheduler's closed form)")
+                        "the inputs' bits from the scheduler's closed form), vpd and the "
+                        "macro's counters per VPD level (per_vpd_<name>)")
     _bound_argument(parser)
 
 
@@ -136,7 +146,7 @@ def golden_command(args, cfg) -> None:
 
     out, a, b, best = _scheduled(args, cfg)
     result = simulate(cfg, a, b, best["schedule"])
-    save_gemm_outputs(out, result)
+    save_gemm_outputs(out, result, cfg, best["schedule"])
     print(f"memwall: wrote {out} (M={a.shape[0]}, K={a.shape[1]}, N={b.shape[1]}, schedule "
           f"{best['schedule']}, {result['cycles']} cycles)")
 
@@ -153,7 +163,7 @@ def run_command(args, cfg) -> None:
     # testbench has checked the macro's counters against the same closed form.
     model = counts(cfg, best["schedule"], ones=input_ones(cfg, a))
     result["counters"] = {**{k: model[k] for k in best["counters"]}, **result["counters"]}
-    save_gemm_outputs(out, result)
+    save_gemm_outputs(out, result, cfg, best["schedule"])
     print(f"memwall: wrote {out} (M={a.shape[0]}, K={a.shape[1]}, N={b.shape[1]}, schedule "
           f"{best['schedule']}, {result['cycles']} cycles on the RTL)")
 

@@ -81,11 +81,14 @@ def _at_density(cfg, run: dict, density: float) -> float:
     from memwall.golden.pim.macro import energy
 
     c = dict(run["counters"])
-    c["input_ones"] = density * c["input_bits"]
+    ones = density * c["input_bits"]
     if run["gating"]:
+        # sa_on = N * wb * input_ones whatever the tiling (golden.pim.macro); sa_on + sa_gated
+        # (every sense amp of every activation, padded fields included) does not change.
         rows = c["sa_on"] + c["sa_gated"]
-        c["sa_on"] = rows * density
+        c["sa_on"] = run["schedule"].N * cfg.weight_bits * ones
         c["sa_gated"] = rows - c["sa_on"]
+    c["input_ones"] = ones
     return float(energy(cfg, c, gating=run["gating"], vpd=run["schedule"].vpd)["total"])
 
 
