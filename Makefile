@@ -48,8 +48,10 @@ report: $(STAMP)
 	$(BIN)/memwall report --run $(if $(WORKERS),--workers $(WORKERS)) $(if $(RAY),--ray $(RAY)) \
 		$(if $(ALLOW_STALE),--allow-stale)
 
+# --durations: the slowest tests in every log, where the 30-minute budget goes.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -q -m "not slow" tests
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -q -m "not slow" \
+		--durations=15 tests
 
 # The long checks `make test` leaves out (pytest marker `slow`): BCH decoding at 64 and 65
 # injected errors.
@@ -98,7 +100,7 @@ depth: $(STAMP)
 # cycle, input bit, toggle and write from activity runs: golden/pim/logic_calibration.json.
 # About 25 minutes a paper config's synthesis plus 10 a run (six runs).
 calibrate: $(STAMP)
-	for c in pim_small pim_paper pim_paper_bitserial; do $(BIN)/memwall synth $$c --pdk asap7 || exit 1; done
+	for c in pim_small pim_small_bitserial pim_paper pim_paper_bitserial; do $(BIN)/memwall synth $$c --pdk asap7 || exit 1; done
 	$(BIN)/python -m memwall.families.pim.calibrate
 
 clean:

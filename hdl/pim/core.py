@@ -336,10 +336,13 @@ class PimCore(wiring.Component):
                     m.d.sync += [pipe_valid.eq(1), pipe_first.eq(group_first),
                                  pipe_last.eq(group_last), pipe_shift.eq(shift),
                                  pipe_neg.eq(negate),
-                                 pipe_init.eq(Mux(need_psum, self.psum.payload, 0)),
                                  pipe_m.eq(pos["m"] + m_row),
                                  pipe_n0.eq(pos["n"] + outer),
                                  pipe_lastk.eq(last["k"])]
+                    # The PU reads init only on a group's first activation: load it then alone,
+                    # so its acc_words flops hold (and clock-gate) the rest of the group.
+                    with m.If(group_first):
+                        m.d.sync += pipe_init.eq(Mux(need_psum, self.psum.payload, 0))
                     with m.If(j != ib - 1):
                         m.d.sync += j.eq(j + 1)
                     with m.Else():

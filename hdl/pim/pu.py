@@ -11,7 +11,8 @@ bit-plane) and accumulates:
 
 The most significant plane of a signed operand has negative weight, so its terms are
 subtracted. Row-wise keeps one accumulator per field (one output each); dot-product sums the
-fields into one accumulator.
+fields into one accumulator. An accumulator loads only where its term can be non-zero (or a
+group starts), so the lanes of gated sense amps hold their registers.
 """
 
 from __future__ import annotations
@@ -97,6 +98,11 @@ class PimPu(wiring.Component):
         m = Module()
         cfg, width = self.cfg, self.cfg.acc_bits
         values = self._field_values()
+        fw = cfg.field_bits
+        # A word whose sense-amp outputs are all 0 adds 0: its accumulator holds (and so
+        # clock-gates), as a lane of gated sense amps is idle; only a group's first activation
+        # loads it regardless.
+        busy = [self.rdata[f * fw:(f + 1) * fw].any() for f in range(cfg.fields)]
         if not cfg.row_wise:
             # Dot product: sum the fields first (bit-serially, a popcount), then weigh once; a
             # balanced tree, so the sum's width and depth grow with log2(fields) (a chain of
@@ -106,15 +112,16 @@ class PimPu(wiring.Component):
                              else unsigned(len(total)), name="field_sum")
             m.d.comb += reduced.eq(total)
             values = [reduced]
+            busy = [self.rdata.any()]
         accs = []
-        for w, value in enumerate(values):
+        for w, (value, lane_busy) in enumerate(zip(values, busy, strict=True)):
             acc = Signal(signed(width), name=f"acc{w}")
             base = Mux(self.first, self.init[w * width:(w + 1) * width].as_signed(), acc)
             term = Signal(signed(width), name=f"term{w}")
             m.d.comb += term.eq(value << self.shift)
             nxt = Signal(signed(width), name=f"next{w}")
             m.d.comb += nxt.eq(Mux(self.negate, base - term, base + term))
-            with m.If(self.valid):
+            with m.If(self.valid & (self.first | lane_busy)):
                 m.d.sync += acc.eq(nxt)
             accs.append(nxt)
         m.d.comb += [self.emit.eq(self.valid & self.last), self.result.eq(Cat(*accs))]

@@ -45,7 +45,7 @@ from memwall.golden.pim.logic import logic_key
 
 __all__ = ["calibration_workloads", "fit", "calibrate", "main", "CONFIGS", "PDK", "TERMS"]
 
-CONFIGS = ("pim_small", "pim_paper", "pim_paper_bitserial")
+CONFIGS = ("pim_small", "pim_small_bitserial", "pim_paper", "pim_paper_bitserial")
 #: The configs whose fit is committed (golden/pim/logic_calibration.json); the others'
 #: logic is scaled from the nearest fit until `make calibrate` has run on them.
 CALIBRATED = ("pim_small",)

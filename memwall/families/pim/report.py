@@ -103,8 +103,6 @@ def gemm_results() -> list[dict]:
             best, base, cache = r["proposed"], r["edram_baseline"], r["neural_cache"]
             energy = best["energy"]
             ops = 2 * m * k * n
-            on_chip = (base["energy"]["total"] - base["energy"]["weight_fetch"]) \
-                / (energy["total"] - energy["weight_fetch"])
             rows.append({"pu": pu, "model": model, "layer": layer, "gemm": [m, k, n],
                          "input_density": density,
                          "proposed": pim_schedule.run_json(best),
@@ -117,7 +115,7 @@ def gemm_results() -> list[dict]:
                          "vs_edram": float(r["vs_edram"]),
                          "vs_neural_cache": None if cache is None
                          else float(r["vs_neural_cache"]),
-                         "vs_edram_on_chip": float(on_chip),
+                         "vs_edram_on_chip": float(r["vs_edram_on_chip"]),
                          "vs_edram_at_half": _at_density(cfg, base, 0.5)
                          / _at_density(cfg, best, 0.5),
                          "macro_saving_vs_edram": float(r["macro_saving_vs_edram"]),
@@ -274,7 +272,8 @@ def _logic_table(results: dict) -> list[str]:
 
 def _sources_table(results: dict) -> list[str]:
     lines = ["| constant | what | status | source | range | x eDRAM (low / high end) | "
-             "x Neural Cache (low / high end) |", "|---|---|---|---|---|---|---|"]
+             "x eDRAM on chip (low / high end) | x Neural Cache (low / high end) |",
+             "|---|---|---|---|---|---|---|---|"]
     by_name = {s.name: s for s in sources.SOURCES}
     for row in results["sensitivity"]:
         src = by_name[row["constant"]]
@@ -282,6 +281,8 @@ def _sources_table(results: dict) -> list[str]:
             f"| `{row['constant']}` | {src.what} | {src.status} | {src.source} | "
             f"x{row['low']:.3g} to x{row['high']:.3g} | {_span(row['low_values']['vs_edram'])} / "
             f"{_span(row['high_values']['vs_edram'])} | "
+            f"{_span(row['low_values']['vs_edram_on_chip'])} / "
+            f"{_span(row['high_values']['vs_edram_on_chip'])} | "
             f"{_span(row['low_values']['vs_neural_cache'])} / "
             f"{_span(row['high_values']['vs_neural_cache'])} |")
     return lines
@@ -342,7 +343,8 @@ def readme(results: dict) -> str:
               "nearest fit scaled by its PU fields, said so above.", ""] + _logic_table(results)
     lines += ["", "## Where each constant comes from, and how far the ratios move", "",
               "Each constant alone at the low and the high end of its range (the rest at their "
-              f"defaults), bit-parallel PU, over the decode GEMVs ({shapes_text}): the span of "
+              f"defaults), bit-parallel PU, over the decode GEMVs and one prefill GEMM "
+              f"({shapes_text}): the span of "
               "the proposed scheme's gain over each baseline.", ""] + _sources_table(results)
     lines += ["", "## Ablation", "",
               "Energy relative to the eDRAM baseline, each step on top of the previous one; each "
@@ -435,7 +437,7 @@ def plots(results: dict, out: Path) -> None:
     plt.close(fig)
 
 
-SYNTH_CONFIGS = ("pim_small", "pim_paper", "pim_paper_bitserial")
+SYNTH_CONFIGS = ("pim_small", "pim_small_bitserial", "pim_paper", "pim_paper_bitserial")
 SYNTH_PDK = "asap7"
 
 
@@ -545,11 +547,23 @@ def logic_results() -> dict:
             "measured": {pu: logic_terms(variant(pu))["measured"] for pu in PU_VARIANTS}}
 
 
+#: The prefill GEMM the sensitivity table covers beside the decode GEMVs (one: each of its
+#: compares searches half a billion candidates, ten to twenty seconds).
+SENSITIVITY_GEMM = ("SLM 1.1B", "QKV GEMM")
+
+
+def sensitivity_shapes() -> list[tuple[str, str, tuple[int, int, int]]]:
+    """The decode GEMVs and :data:`SENSITIVITY_GEMM`."""
+    return [(model, layer, gemm) for model, layer, gemm in shapes()
+            if gemm[0] == 1 or (model, layer) == SENSITIVITY_GEMM]
+
+
 def sensitivity_results() -> dict:
-    """:func:`memwall.families.pim.sources.sensitivity` over the decode GEMVs, bit-parallel."""
+    """:func:`memwall.families.pim.sources.sensitivity` over :func:`sensitivity_shapes`,
+    bit-parallel."""
     cfg = variant("bit-parallel")
     density = input_density(cfg)
-    picked = [(model, layer, gemm) for model, layer, gemm in shapes() if gemm[0] == 1]
+    picked = sensitivity_shapes()
 
     def compare(moved, m, k, n):
         return pim_schedule.compare(moved, m, k, n, ones=density * m * k * cfg.input_bits)

@@ -110,9 +110,9 @@ def scaled(cfg, source: Source, factor: float):
 
 def sensitivity(cfg, shapes, compare) -> list[dict]:
     """Per constant of :data:`SOURCES`: the proposed scheme's ratio to each baseline (``vs_edram``,
-    ``vs_neural_cache``, and the on-macro ``macro_saving_vs_edram``) over ``shapes`` (``(M, K,
-    N)``), with the constant at the low (``low_values``) and the high end (``high_values``) of
-    its range. ``compare(cfg, M, K, N)``
+    its on-chip part ``vs_edram_on_chip``, ``vs_neural_cache``, and the on-macro
+    ``macro_saving_vs_edram``) over ``shapes`` (``(M, K, N)``), with the constant at the low
+    (``low_values``) and the high end (``high_values``) of its range. ``compare(cfg, M, K, N)``
     is :func:`memwall.golden.pim.schedule.compare`."""
     rows = []
     for source in SOURCES:
@@ -121,7 +121,8 @@ def sensitivity(cfg, shapes, compare) -> list[dict]:
             moved = scaled(cfg, source, factor)
             results = [compare(moved, *shape) for shape in shapes]
             ends[end] = {key: [None if r[key] is None else float(r[key]) for r in results]
-                         for key in ("vs_edram", "vs_neural_cache", "macro_saving_vs_edram")}
+                         for key in ("vs_edram", "vs_edram_on_chip", "vs_neural_cache",
+                                     "macro_saving_vs_edram")}
         rows.append({"constant": source.name, "status": source.status, "low": source.low,
                      "high": source.high, **ends})
     return rows
