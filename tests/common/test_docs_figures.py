@@ -399,6 +399,13 @@ def test_pim_report_gemv_rows_and_lifetime_are_current(pim_results, monkeypatch)
         assert json.loads(json.dumps(p)) == committed[p["M"]]
 
 
+def test_pim_synthesis_md_is_what_its_generator_writes():
+    from memwall.families.pim.synthesis import render
+
+    data = json.loads((PIM / "synthesis.json").read_text())
+    assert (PIM / "synthesis.md").read_text() == render(data)
+
+
 # --- reports/rdxe --------------------------------------------------------------------------
 
 def test_rdxe_report_is_current_and_what_its_generator_writes():

@@ -48,7 +48,7 @@ __all__ = ["calibration_workloads", "fit", "calibrate", "main", "CONFIGS", "PDK"
 CONFIGS = ("pim_small", "pim_small_bitserial", "pim_paper", "pim_paper_bitserial")
 #: The configs whose fit is committed (golden/pim/logic_calibration.json); the others'
 #: logic is scaled from the nearest fit until `make calibrate` has run on them.
-CALIBRATED = ("pim_small",)
+CALIBRATED = ("pim_small", "pim_small_bitserial")
 PDK = "asap7"
 #: Fitted per-event energies (pJ), in the order of the fit's columns.
 TERMS = ("e_cycle_pj", "e_one_pj", "e_toggle_pj", "e_write_pj")
@@ -76,10 +76,11 @@ def _gemms(cfg):
     # Fixed schedules (not the search's, which depends on this fit): the whole k range in one
     # tile, the widest n tile the rows hold. Each weight tile written once and kept while the
     # two rows stream past it (m innermost), against m outermost with one row per tile:
-    # every tile rewritten per row.
+    # every tile rewritten per row (at least two n tiles, so consecutive steps differ: a
+    # dot-product PU's two outputs may fit one tile).
     tn = cfg.fields if cfg.row_wise else max(1, cfg.rows // (cfg.planes * -(-k // cfg.fields)))
     resident = _fitting(cfg, Schedule(m, k, n, m, k, tn, "knm", 0))
-    reload = _fitting(cfg, Schedule(m, k, n, 1, k, tn, "mkn", 0))
+    reload = _fitting(cfg, Schedule(m, k, n, 1, k, tn if n > tn else max(1, n // 2), "mkn", 0))
     n1 = cfg.fields if cfg.row_wise else 1
     a1 = rng.integers(lo, hi, size=(1, k), dtype=np.int64)
     check = _fitting(cfg, Schedule(1, k, n1, 1, k, min(tn, n1), "mkn", 0))
