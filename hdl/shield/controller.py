@@ -23,7 +23,7 @@ from memwall.families.shield.config import ShieldConfig
 from memwall.hdl.common.netlist import unique_submodule
 
 __all__ = ["Op", "Cls", "RefreshScheduler", "ShieldController", "BANKS", "REFRESHED_BANKS",
-           "TOP_NAME", "build_top", "schedule_offset", "request_layout"]
+           "TOP_NAME", "build_top", "schedule_offset", "request_layout", "one_hot", "predecode"]
 
 TOP_NAME = "shield_controller"
 #: the three eDRAM banks, in port order
@@ -71,6 +71,14 @@ def one_hot(m: Module, index: Signal, count: int, name: str):
     a per-bit ``bit_select`` assignment becomes a ``count``-way switch instead. ``index`` has
     ``ceil_log2(count)`` bits or more; an index ``>= count`` selects no bit.
     """
+    lo, hi = predecode(m, index, count, name)
+    return Cat(*(lo & hi[h].replicate(len(lo)) for h in range(len(hi))))[:count]
+
+
+def predecode(m: Module, index: Signal, count: int, name: str) -> tuple[Signal, Signal]:
+    """The two line sets of :func:`one_hot`: ``lo`` (``2**lo_bits`` lines, one per value of the
+    index's low half) and ``hi`` (one per group of ``len(lo)`` consecutive indices below
+    ``count``); index ``i`` is ``lo[i % len(lo)] & hi[i // len(lo)]``."""
     width = len(index)
     if width < ceil_log2(count):
         raise ValueError(f"index of {width} bits cannot address {count} bits")
@@ -79,7 +87,7 @@ def one_hot(m: Module, index: Signal, count: int, name: str):
     hi = Signal(-(-count >> lo_bits), name=f"{name}_hi")
     m.d.comb += [lo.eq(Cat(*(index[:lo_bits] == i for i in range(len(lo))))),
                  hi.eq(Cat(*(index[lo_bits:] == h for h in range(len(hi)))))]
-    return Cat(*(lo & hi[h].replicate(len(lo)) for h in range(len(hi))))[:count]
+    return lo, hi
 
 
 class RefreshScheduler(wiring.Component):
@@ -371,13 +379,20 @@ class ShieldController(wiring.Component):
         # std_row is below rows["standard"] whenever do_write is high (in_range).
         written_row = Signal(range(rows["standard"]))
         m.d.comb += written_row.eq(std_row)
-        written = one_hot(m, written_row, rows["standard"], "written")
-        m.d.sync += [
-            kv_live.eq(Mux(release_kv, 0, kv_live | Mux(do_write & is_kv,
-                                                         written[:rows["relaxed"]], 0))),
-            qo_live.eq(Mux(release_qo, 0, qo_live | Mux(do_write & ~is_kv,
-                                                         written[qo_base:], 0))),
-        ]
+        lo_lines, hi_lines = predecode(m, written_row, rows["standard"], "written")
+        # The bits change only on a write to their group of len(lo_lines) rows or on their
+        # class's release: one enable per group, so a group's flops hold (and clock-gate) in
+        # every other cycle instead of each bit loading its own next state every cycle.
+        group = len(lo_lines)
+        for live, first, mine, gone in ((kv_live, 0, do_write & is_kv, release_kv),
+                                        (qo_live, qo_base, do_write & ~is_kv, release_qo)):
+            end = min(first + len(live), rows["standard"])
+            for g in range(first // group, -(-end // group)):
+                start, stop = max(first, g * group), min(end, (g + 1) * group)
+                bits = live[start - first:stop - first]
+                with m.If(gone | (mine & hi_lines[g])):
+                    m.d.sync += bits.eq(Mux(gone, 0, bits | lo_lines[start - g * group:
+                                                                     stop - g * group]))
         nxt = {bank: sched[bank].next_row for bank in REFRESHED_BANKS}
         m.d.sync += [
             row_live["standard"].eq(
