@@ -24,7 +24,7 @@ FAMILY = Family(
     properties=lazy("memwall.families.pim.properties:properties"),
     regression_tests=("tests/pim/test_sim_pim.py",),
     report_groups={"pim_pu": "pu", "pim_core": "controller"},
-    report_matrix={"asap7": ["pim_small", "pim_paper"]},
+    report_matrix={"asap7": ["pim_small", "pim_small_bitserial", "pim_paper"]},
     regression_configs=("pim_small",),
     write_reports=lazy("memwall.families.pim.report:build_report"),
 )

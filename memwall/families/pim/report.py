@@ -305,7 +305,8 @@ def readme(results: dict) -> str:
         "activity runs (`make calibrate`; the fits are below). "
         + "; ".join(f"{pu} PU: **{_measured(results, pu)}**, {results['logic']['source'][pu]}"
                     for pu in PU_VARIANTS)
-        + ". An estimate is not a measurement: its rows move when the config is calibrated.",
+        + ". An estimate is not a measurement: its rows move when the config is calibrated."
+        + _logic_check(results),
         "- **Weights**: every weight written into the macro is fetched from DRAM at "
         f"{cfg.dram_e_bit_pj:g} pJ/bit (Horowitz, ISSCC 2014), in every scheme.",
         f"- **Macro, buffer**: the default macro table, a first-order model: *{cfg.table_source}*"
@@ -319,7 +320,8 @@ def readme(results: dict) -> str:
         "With the logic charged from synthesis (scaled, an estimate, where said above) and "
         "the weights' DRAM traffic charged, the scheme's savings on the macro are a small part "
         "of a GEMM's energy: a decode GEMV is dominated by fetching its weights, a prefill "
-        "GEMM by the controller and PU.", "",
+        "GEMM by the controller and PU as charged here (where the logic is an estimate, the "
+        "check against the netlist above says by how much it may be off).", "",
         "Schemes: **proposed**: retention-aware schedule search, the minimum energy over every "
         "tile size x loop order x VPD level that fits (the proof is the docstring of "
         "`golden/pim/search.py`; tests/pim/test_pim_search.py checks it against an exhaustive "
@@ -437,10 +439,33 @@ def plots(results: dict, out: Path) -> None:
 
 
 def logic_results() -> dict:
-    """The calibration's fits and where each PU variant's logic energy comes from."""
+    """The calibration's fits, where each PU variant's logic energy comes from, and, from
+    ``synthesis.json`` (:mod:`memwall.families.pim.synthesis`) where the variant's config is
+    synthesised, the logic energy the model charges on its power workload beside what the
+    netlist measures there (both clock-gated, nJ)."""
+    synthesised = DEFAULT_OUT / "synthesis.json"
+    rows = json.loads(synthesised.read_text())["configs"] if synthesised.is_file() else {}
+    check = {}
+    for pu, name in PU_VARIANTS.items():
+        r = rows.get(name)
+        if r is not None:
+            check[pu] = {"config": name, "gemm": r["gemm"],
+                         "model_nj": r["model_logic_nj"]["clock_gated"],
+                         "measured_nj": r["gated_mw"] * r["cycles"] / r["clock_mhz"]}
     return {"fits": load_calibration(),
             "source": {pu: logic_terms(variant(pu))["source"] for pu in PU_VARIANTS},
-            "measured": {pu: logic_terms(variant(pu))["measured"] for pu in PU_VARIANTS}}
+            "measured": {pu: logic_terms(variant(pu))["measured"] for pu in PU_VARIANTS},
+            "synthesis_check": check}
+
+
+def _logic_check(results: dict) -> str:
+    checks = results["logic"].get("synthesis_check", {})
+    return "".join(
+        f" On {c['config']}'s synthesis power workload (GEMM {'x'.join(map(str, c['gemm']))}) "
+        f"the {pu} PU's logic is charged {c['model_nj']:.1f} nJ where its netlist measures "
+        f"{c['measured_nj']:.1f} nJ (clock-gated; `synthesis.md`): "
+        f"x{c['model_nj'] / c['measured_nj']:.2f}."
+        for pu, c in checks.items())
 
 
 #: The prefill GEMM the sensitivity table covers beside the decode GEMVs (one: each of its

@@ -65,7 +65,8 @@ def _config_row(name: str, m: dict) -> dict:
         "model_logic_nj": {"ungated": logic_nj(ungated), "clock_gated": logic_nj(model)},
         "model_macro_buffer_nj": (model["energy"]["total"] - model["energy"]["weight_fetch"])
         / 1e3 - logic_nj(model),
-        "commit": m["provenance"]["commit"], "rtl_sha256": m["provenance"]["rtl_sha256"],
+        "commit": m["provenance"]["commit"], "dirty": m["provenance"]["dirty"],
+        "rtl_sha256": m["provenance"]["rtl_sha256"],
         "modules": [{"module": module, "um2": m["area_by_module"][module]["own_um2"],
                      **{k: power["per_instance_mw"][k]
                         for k in ("internal", "switching", "leakage")},
@@ -93,7 +94,8 @@ def collect(build_root: Path = ROOT / "build", before_root: Path | None = None,
     else:
         before = (recorded or {}).get("before", {})
     sram = macro_area(load_config("pim_paper"), SYNTH_PDK)["sram"]
-    return {"pdk": SYNTH_PDK, "configs": _rows(Path(build_root)), "before": before,
+    return {"pdk": SYNTH_PDK, "order": list(SYNTH_CONFIGS), "configs": _rows(Path(build_root)),
+            "before": before,
             "paper": PAPER, "sram": sram,
             "gain_cell": {end: list(GAIN_CELL_VS_6T[end]) for end in ("low", "high")}}
 
@@ -125,7 +127,8 @@ def render(data: dict) -> str:
              "(clock-gated) | logic pJ per activation, clock-gated | macro + buffer nJ "
              "(model) | logic share of energy, clock-gated |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
-    for name, r in data["configs"].items():
+    configs = [(name, data["configs"][name]) for name in data["order"]]
+    for name, r in configs:
         if r is None:
             lines.append(f"| {name} | not synthesised: run `memwall synth {name} --pdk {pdk}`"
                          " |" + " |" * 14)
@@ -145,7 +148,7 @@ def render(data: dict) -> str:
               "| config | module | µm² | flops | gated flops | internal mW | switching mW | "
               "leakage mW | clock-gating saving mW |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for name, r in data["configs"].items():
+    for name, r in configs:
         for mod in (r or {}).get("modules", []):
             lines.append(f"| {name} | `{mod['module']}` | {mod['um2']:.1f} | {mod['flops']:,} | "
                          f"{mod['gated_flops']:,} | {mod['internal']:.4g} | "
@@ -173,8 +176,8 @@ def render(data: dict) -> str:
 
 
 def _cuts(data: dict) -> list[str]:
-    pairs = [(name, data["before"][name], r) for name, r in data["configs"].items()
-             if r is not None and name in data["before"]]
+    pairs = [(name, data["before"][name], data["configs"][name]) for name in data["order"]
+             if data["configs"][name] is not None and name in data["before"]]
     if not pairs:
         return []
     lines = ["", "## The logic cuts, before and after", "",
@@ -182,15 +185,17 @@ def _cuts(data: dict) -> list[str]:
              "register (a word per field) loaded only on a group's first activation, not on "
              "every one; an accumulator loaded only where its term can be non-zero (a lane "
              "whose sense amps are all gated adds 0, so its register holds and its ICG stops "
-             "the clock). Before: the RTL of the commit named (its `memwall synth` recorded "
-             "with `--before`).", "",
+             "the clock). Each RTL is named by its hash (`metrics.json` provenance) and the "
+             "commit it was synthesised at (+: with changes not yet committed); before was "
+             "recorded with `--before`.", "",
              "| config | RTL | logic mW, ungated | logic mW, clock-gated | gated flops | "
              "controller + PU µm² | WNS ns |", "|---|---|---:|---:|---:|---:|---:|"]
     for name, old, new in pairs:
         for label, r in (("before", old), ("after", new)):
             gated = sum(mod["gated_flops"] for mod in r["modules"])
             flops = sum(mod["flops"] for mod in r["modules"])
-            lines.append(f"| {name} | {label} ({r['commit'][:7]}) | "
+            at = r["commit"][:7] + ("+" if r.get("dirty") else "")
+            lines.append(f"| {name} | {label}: {r['rtl_sha256'][:8]} ({at}) | "
                          f"{r['power_mw'] - r['memories_mw']:.4g} | "
                          f"{r['gated_mw'] - r['memories_mw']:.4g} | {gated:,} of {flops:,} | "
                          f"{r['controller_um2'] + r['pu_um2']:.1f} | {r['wns_ns']:.3f} |")
