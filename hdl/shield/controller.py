@@ -14,7 +14,7 @@ class was not released in a cycle before ``t``.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
@@ -305,6 +305,33 @@ class ShieldController(wiring.Component):
         # Each class's bits at their standard-bank rows (a row may hold both classes).
         kv_std = Cat(kv_live, Const(0, rows["standard"]))[:rows["standard"]]
         qo_std = Cat(Const(0, qo_base), qo_live)[:rows["standard"]]
+        # A write reaches the liveness bits through a one-entry stage: the cycle after it, the
+        # whole group of rows it falls in is loaded with the stage's word (the group's bits
+        # with the written one set). A group's bits so load from the stage alone, under one
+        # enable per group: they hold (and clock-gate) except in the cycle after a write to the
+        # group or a release of their class. Liveness in a cycle is the bits OR the stage.
+        group_bits = ceil_log2(rows["standard"]) // 2           # predecode's low half
+        group = 1 << group_bits
+        groups = -(-rows["standard"] // group)
+        st_valid, st_kv = Signal(name="live_stage_valid"), Signal(name="live_stage_kv")
+        st_group = Signal(range(max(groups, 2)), name="live_stage_group")
+        st_word = Signal(group, name="live_stage_word")
+
+        def effective(std, kv_class, row):
+            """Is ``row`` (a standard-bank row) live this cycle in ``std``'s class."""
+            staged = st_valid & (st_kv == kv_class) & (row[group_bits:] == st_group) \
+                & st_word.bit_select(row[:group_bits], 1) if group_bits else \
+                st_valid & (st_kv == kv_class) & (row == st_group) & st_word[0]
+            return std.bit_select(row, 1) | staged
+
+        # The liveness this cycle, whole (for the formal harness; unused in the netlist).
+        stage_std = Signal(rows["standard"], name="live_stage_rows")
+        m.d.comb += stage_std.eq(Cat(*(st_word & (st_valid & (st_group == g)).replicate(group)
+                                       for g in range(groups)))[:rows["standard"]])
+        kv_now, qo_now = Signal(len(kv_live), name="kv_live_now"), \
+            Signal(len(qo_live), name="qo_live_now")
+        m.d.comb += [kv_now.eq(kv_live | Mux(st_kv, stage_std[:len(kv_live)], 0)),
+                     qo_now.eq(qo_live | Mux(~st_kv, stage_std[qo_base:], 0))]
 
         # row_live: is the scheduler's row live this cycle. Looked up one cycle ahead (at its
         # next_row, with that cycle's write or release bypassed in) and registered, so the
@@ -379,28 +406,54 @@ class ShieldController(wiring.Component):
         # std_row is below rows["standard"] whenever do_write is high (in_range).
         written_row = Signal(range(rows["standard"]))
         m.d.comb += written_row.eq(std_row)
-        lo_lines, hi_lines = predecode(m, written_row, rows["standard"], "written")
-        # The bits change only on a write to their group of len(lo_lines) rows or on their
-        # class's release: one enable per group, so a group's flops hold (and clock-gate) in
-        # every other cycle instead of each bit loading its own next state every cycle.
-        group = len(lo_lines)
-        for live, first, mine, gone in ((kv_live, 0, do_write & is_kv, release_kv),
-                                        (qo_live, qo_base, do_write & ~is_kv, release_qo)):
+        lo_lines, _ = predecode(m, written_row, rows["standard"], "written")
+        written_group = written_row[group_bits:] if group_bits < len(written_row) else Const(0)
+        # The written group's bits this cycle (the stage's word when it holds the same group
+        # and class), with the written row's bit set.
+        kv_words_of = [Cat(kv_std, Const(0, groups * group))[g * group:(g + 1) * group]
+                       for g in range(groups)]
+        qo_words_of = [Cat(qo_std, Const(0, groups * group))[g * group:(g + 1) * group]
+                       for g in range(groups)]
+        current = Signal(group, name="live_written_group")
+        m.d.comb += current.eq(Mux(is_kv, Array(kv_words_of)[written_group],
+                                   Array(qo_words_of)[written_group]))
+        # The stage's word holds its group's bits (so loading it loses none) and no row of the
+        # other class: a proof invariant (the formal harness asserts it; unused in the netlist).
+        def rows_of(first, end):
+            return [Const(sum(1 << (r - g * group) for r in range(max(first, g * group),
+                                                                min(end, (g + 1) * group))),
+                          group) for g in range(groups)]
+
+        kv_mask = rows_of(0, len(kv_live))
+        qo_mask = rows_of(qo_base, rows["standard"])
+        held = Mux(st_kv, Array(kv_words_of)[st_group], Array(qo_words_of)[st_group])
+        mask = Mux(st_kv, Array(kv_mask)[st_group], Array(qo_mask)[st_group])
+        covers = Signal(name="live_stage_covers")
+        m.d.comb += covers.eq(~st_valid | (((held & ~st_word) | (st_word & ~mask)) == 0))
+        same = st_valid & (st_kv == is_kv) & (st_group == written_group)
+        m.d.sync += st_valid.eq(do_write)
+        with m.If(do_write):
+            m.d.sync += [st_kv.eq(is_kv), st_group.eq(written_group),
+                         st_word.eq(current | Mux(same, st_word, 0) | lo_lines[:group])]
+        # A release at t kills its class at t+1, the stage's write (of t-1) included.
+        for kv_class, live, first, gone in ((1, kv_live, 0, release_kv),
+                                            (0, qo_live, qo_base, release_qo)):
             end = min(first + len(live), rows["standard"])
             for g in range(first // group, -(-end // group)):
                 start, stop = max(first, g * group), min(end, (g + 1) * group)
                 bits = live[start - first:stop - first]
-                with m.If(gone | (mine & hi_lines[g])):
-                    m.d.sync += bits.eq(Mux(gone, 0, bits | lo_lines[start - g * group:
-                                                                     stop - g * group]))
+                load = st_valid & (st_kv == kv_class) & (st_group == g)
+                with m.If(gone | load):
+                    m.d.sync += bits.eq(Mux(gone, 0, st_word[start - g * group:
+                                                             stop - g * group]))
         nxt = {bank: sched[bank].next_row for bank in REFRESHED_BANKS}
         m.d.sync += [
             row_live["standard"].eq(
-                (kv_std.bit_select(nxt["standard"], 1) & ~release_kv)
-                | (qo_std.bit_select(nxt["standard"], 1) & ~release_qo)
+                (effective(kv_std, 1, nxt["standard"]) & ~release_kv)
+                | (effective(qo_std, 0, nxt["standard"]) & ~release_qo)
                 | (do_write & (written_row == nxt["standard"]))),
             row_live["relaxed"].eq(
-                (kv_live.bit_select(nxt["relaxed"], 1) & ~release_kv)
+                (effective(kv_std, 1, nxt["relaxed"]) & ~release_kv)
                 | (do_write & is_kv & (lo_row == nxt["relaxed"]))),
         ]
 

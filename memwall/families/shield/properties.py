@@ -168,12 +168,15 @@ class RefreshHarness(Elaboratable):
                              Assert(s_frac == (r * T) % R)]
         # -- strengthening: the controller's liveness is the harness's ----------------------
         row_live = internal(fragment, "", f"row_live_{bank}")
+        # (its bits with its one-entry write stage, which holds its group's bits)
         m.d.comb += [Assert(row_live == live.bit_select(s_row, 1)),
-                     Assert(internal(fragment, "", "kv_live") == kv)]
+                     Assert(internal(fragment, "", "kv_live_now", "comb") == kv),
+                     Assert(internal(fragment, "", "live_stage_covers", "comb"))]
         if bank == "standard":
             qo_base = kv_words // rw           # the controller keeps QO bits from this row on
             if R > qo_base:
-                m.d.comb += Assert(internal(fragment, "", "qo_live") == qo[qo_base:])
+                m.d.comb += Assert(internal(fragment, "", "qo_live_now", "comb")
+                                   == qo[qo_base:])
             if qo_base:
                 m.d.comb += Assert(qo[:qo_base] == 0)
         return m
