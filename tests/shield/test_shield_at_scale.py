@@ -110,12 +110,23 @@ def test_report_section_table():
     for line, (model, (base, shield)) in zip(rows, _by_hand(cfg).items(), strict=True):
         cells = [c.strip() for c in line.strip("|").split("|")]
         net = base - shield - controller_mw
-        assert cells[8] == f"`{model}`"
+        assert cells[9] == f"`{model}`"
         assert float(cells[5]) == pytest.approx(controller_mw, rel=1e-3)
-        assert float(cells[13]) == pytest.approx(net, rel=1e-3)
-        assert cells[14] == f"{100 * net / base:.1f} %"
-        assert cells[6] == ACTIVITY.split(":")[0]
+        assert float(cells[6]) == pytest.approx(controller_mw, rel=1e-3)   # no gating estimate
+        assert float(cells[14]) == pytest.approx(net, rel=1e-3)
+        assert cells[15] == f"{100 * net / base:.1f} %"
+        assert cells[7] == ACTIVITY.split(":")[0]
     assert "Workload:" in text and "8 layers" in text
+
+
+def test_the_net_saving_is_charged_the_clock_gated_power():
+    cfg = load_config("shield_small")
+    row = {**_metrics(cfg, wns_ns=599.8, power_mw=3.0e-4),
+           "clock_gating": {"gated_total_mw": 1.0e-4}}
+    compared, _ = cc.cost_rows([row])
+    for r in compared:
+        assert (r["controller_ungated_mw"], r["controller_mw"]) == (3.0e-4, 1.0e-4)
+        assert r["net_mw"] == pytest.approx(r["saved_mw"] - 1.0e-4, rel=1e-12)
 
 
 def test_unmet_timing_is_not_compared():
