@@ -186,7 +186,8 @@ class ShieldController(wiring.Component):
     live row ever waits longer than its interval. Every READ/WRITE needs the standard bank; KV
     accesses also the relaxed bank. The Refresh-less Bank is never refreshed. Liveness is kept
     per row and per class (``kv_words`` may share a standard-bank row with QO words: the row stays
-    live while either class is). ``refresh_count_<bank>`` counts the refreshes issued (wrapping
+    live while either class is), in flip-flops that load a group of rows at a time from a
+    one-entry write stage (so each group holds, and clock-gates, under one enable). ``refresh_count_<bank>`` counts the refreshes issued (wrapping
     at 2**32).
 
     ``req.ready`` depends combinationally on ``req.payload`` (op and class) and on the refresh
