@@ -451,7 +451,7 @@ def logic_results() -> dict:
         if r is not None:
             check[pu] = {"config": name, "gemm": r["gemm"],
                          "model_nj": r["model_logic_nj"]["clock_gated"],
-                         "measured_nj": r["gated_mw"] * r["cycles"] / r["clock_mhz"]}
+                         "measured_nj": r["logic_nj"]["clock_gated"]}
     return {"fits": load_calibration(),
             "source": {pu: logic_terms(variant(pu))["source"] for pu in PU_VARIANTS},
             "measured": {pu: logic_terms(variant(pu))["measured"] for pu in PU_VARIANTS},
