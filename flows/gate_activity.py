@@ -244,8 +244,9 @@ def register_match(cell: Cell, info: CellInfo, netlist: Netlist, buffers, lookup
     Matching rule: Yosys keeps an RTL register's name on the net the flip-flop drives. Where a
     library's flip-flops have only QN (ASAP7), Yosys adds an inverter and the name sits on the
     inverter's output. So the rule looks at the Q/QN nets, then one inverter or buffer further,
-    then the flip-flop's instance name (with a ``_reg`` suffix dropped), and takes the first
-    name found among the module's VCD signals. ``inverted`` tells that the named signal is the
+    then the flip-flop's instance name (with a ``_reg`` suffix dropped), then the register
+    names synthesis recorded before mapping (:attr:`Netlist.register_names`), and takes the
+    first name found among the module's VCD signals. ``inverted`` tells that the named signal is the
     complement of the register's state.
     """
     for net, inv in register_state_nets(cell, info):
@@ -257,6 +258,9 @@ def register_match(cell: Cell, info: CellInfo, netlist: Netlist, buffers, lookup
     # A synthesis that names flip-flops after their register ("count_reg[3]", "count[3]")
     # gives the state itself.
     match = lookup([cell.name, re.sub(r"_reg(\[\d+\])?$", r"\1", cell.name)])
+    # Else the register's name as synthesis recorded it before mapping (an inverter on Q that
+    # ABC merged away took it off the nets): the state itself.
+    match = match or lookup(netlist.register_names.get(cell.name, []))
     if match:
         key, (toggles, duty) = match
         return key, toggles, duty, False

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -27,7 +28,8 @@ from .constants import YOSYS_MAIN
 from .errors import NetlistError
 from .liberty import CellLibrary, pins, table_lookup
 
-__all__ = ["Cell", "Netlist", "netlist_from_json", "read_netlist",
+__all__ = ["Cell", "Netlist", "netlist_from_json", "read_netlist", "register_names_from_json",
+           "REGISTER_NAMES_SUFFIX",
            "netlist_from_verilog", "yosys_json", "bit_key", "Fanout", "fanout", "is_leaf",
            "Hierarchy", "build_hierarchy", "boundary_slews", "top_down"]
 
@@ -48,6 +50,10 @@ class Netlist:
     port_bits: dict[str, list]           # port -> bits, MSB first
     net_names: dict[int, list[str]]      # net -> its names, the most readable first
     cells: list[Cell]
+    #: flip-flop cell -> the names of the register bit it holds (its state, not inverted), as
+    #: synthesis recorded them before mapping (:func:`register_names_from_json`); empty when
+    #: the netlist came without them
+    register_names: dict[str, list[str]] = field(default_factory=dict)
 
     def port_indices(self, port: str) -> list[int | None]:
         """Bit indices of ``port`` in the order of :attr:`port_bits`."""
@@ -117,12 +123,57 @@ def netlist_from_json(data: dict, module: str | None = None) -> Netlist:
     return Netlist(module, ports, port_bits, dict(names), cells)
 
 
+#: File beside ``netlist/<module>.json`` with the module's flip-flops before technology mapping
+REGISTER_NAMES_SUFFIX = "registers.json"
+
+#: Generic flip-flops whose mapped state is their Q whatever the library: no asynchronous set
+#: or reset, which a library without such a cell gets by inverting D and Q (``dfflegalize``)
+_PLAIN_FLOP = re.compile(r"\$_(DFF_[PN]|DFFE_[PN]{2}|SDFF_[PN]{2}[01]|SDFFC?E_[PN]{2}[01][PN])_")
+
+
+def register_names_from_json(data: dict, module: str) -> dict[str, list[str]]:
+    """Flip-flop cell -> the names of its register bit, from the Yosys JSON of ``module``
+    written before ``dfflibmap`` (the flip-flops and the wires on their Q, nothing else).
+
+    Yosys keeps a register's name on the wire its flip-flop drives, but mapping to a library
+    whose flip-flops have only QN puts an inverter on that wire, and ABC then merges the
+    inverter (and the name) into the logic after it. The cells keep their names through
+    mapping, so this is how the flow still knows which VCD signal a flip-flop holds.
+    Flip-flops with an asynchronous set or reset are left out: their mapped state may be the
+    complement.
+    """
+    mod = data.get("modules", {}).get(module)
+    if mod is None:
+        return {}
+    bit_names: dict[int, list[str]] = defaultdict(list)
+    for name, net in mod.get("netnames", {}).items():
+        if net.get("hide_name"):
+            continue
+        rng = _declared_range(net)
+        keys = [name] if rng is None else [bit_key(name, i) for i in _range(*rng)]
+        for key, b in zip(keys, _msb_first(net), strict=True):
+            if isinstance(b, int):
+                bit_names[b].append(key)
+    out = {}
+    for cell_name, cell in mod.get("cells", {}).items():
+        q = cell.get("connections", {}).get("Q", [])
+        if _PLAIN_FLOP.fullmatch(cell.get("type", "")) and len(q) == 1 and q[0] in bit_names:
+            out[cell_name] = sorted(bit_names[q[0]], key=lambda s: (len(s), s))
+    return out
+
+
 def read_netlist(path: Path, module: str | None = None) -> Netlist:
-    """The :class:`Netlist` of ``module`` in a Yosys ``write_json`` file."""
+    """The :class:`Netlist` of ``module`` in a Yosys ``write_json`` file, with the register
+    names synthesis wrote beside it (``<module>.registers.json``), if it did."""
     path = Path(path)
     if not path.exists():
         raise NetlistError(f"no netlist {path}")
-    return netlist_from_json(json.loads(path.read_text()), module)
+    netlist = netlist_from_json(json.loads(path.read_text()), module)
+    names = path.with_name(f"{netlist.name}.{REGISTER_NAMES_SUFFIX}")
+    if names.exists():
+        netlist.register_names = register_names_from_json(json.loads(names.read_text()),
+                                                          netlist.name)
+    return netlist
 
 
 def yosys_json(text: str) -> dict:

@@ -64,7 +64,7 @@ from .errors import FlowError, LibertyError
 from .liberty import Liberty, strip_groups
 from .macro_map import macro_costs, map_memory, memories
 from .memory_view import memory_pin_caps, memory_views
-from .netlist import netlist_from_json
+from .netlist import REGISTER_NAMES_SUFFIX, netlist_from_json
 from .pdk import Pdk, pdk_cell_library
 from .repair import REPAIR_RULES, repair_design, rewrite_script
 
@@ -165,6 +165,13 @@ def yosys_script(module: str, children: list[str], liberty: str, abc_liberty: st
         # The rest of generic synthesis; its `check` step would re-run hierarchy on the boxes.
         f"synth -top {module} -run fine:check",
         "opt -purge",
+        # The registers' names, while every flip-flop still drives its named wire: mapping to
+        # a library with QN-only flip-flops (ASAP7) adds an inverter that ABC then merges into
+        # the logic, taking the name with it. The flow matches flip-flops to their VCD
+        # signals by these names (memwall.flows.netlist.read_register_names). Writes only.
+        "select t:$_*FF*_ %x:+[Q]",
+        f"write_json -selected netlist/{module}.{REGISTER_NAMES_SUFFIX}",
+        "select -clear",
         f"dfflibmap -liberty {liberty} {dont_use}",
         "opt",
         f"abc -script {ABC_SCRIPT} -D {target_ps:.6g} "

@@ -19,7 +19,13 @@ from memwall.flows import (
     sta,
 )
 from memwall.flows.errors import ActivityError, PdkError, StaError
-from memwall.flows.netlist import build_hierarchy, netlist_from_verilog, yosys_json
+from memwall.flows.netlist import (
+    build_hierarchy,
+    netlist_from_verilog,
+    read_netlist,
+    register_names_from_json,
+    yosys_json,
+)
 from memwall.flows.pdk import find_pdk, pdk_cell_library
 
 PDKS = ("asap7", "sky130hd", "nangate45")
@@ -337,6 +343,57 @@ def test_rewrite_cuts_children_to_boundary_ports():
     assert run.pin_activity["_3_/B"] == pytest.approx((0.4, 0.5))
     t, d = run.pin_activity["_3_/Z"]
     assert 0.3 < t < 0.75 and 0.3 < d < 0.7
+
+
+#: A register whose name mapping lost: its flip-flop's QN feeds the logic directly (ABC merged
+#: the inverter that carried the name ``st``), so no net of the mapped netlist is named.
+UNNAMED_REGISTER = """
+module m(clk, d, y);
+  input clk, d;
+  output y;
+  wire qn;
+  DFF_X1 slice_7 (.CK(clk), .D(d), .Q(), .QN(qn));
+  INV_X1 _1_ (.A(qn), .ZN(y));
+endmodule
+"""
+
+
+def _pre_mapping_json(flop_type: str) -> dict:
+    """What synthesis writes before ``dfflibmap``: the flip-flop and the named wire on its Q."""
+    return {"modules": {"m": {
+        "cells": {"slice_7": {"type": flop_type,
+                                              "connections": {"C": [2], "D": [3], "Q": [5]}}},
+        "netnames": {"st": {"bits": [5], "hide_name": 0},
+                     "$auto$wire": {"bits": [5], "hide_name": 1},
+                     "bus": {"bits": [9, 5], "hide_name": 0, "offset": 4}}}}}
+
+
+def test_register_names_before_mapping():
+    names = register_names_from_json(_pre_mapping_json("$_SDFFE_PP0P_"), "m")
+    assert names == {"slice_7": ["st", "bus[5]"]}   # hidden names left out
+    # An asynchronous set/reset flip-flop may be mapped as its complement: no name.
+    assert register_names_from_json(_pre_mapping_json("$_DFF_PP1_"), "m") == {}
+    assert register_names_from_json(_pre_mapping_json("$_DFF_P_"), "other") == {}
+
+
+@pytest.mark.tool
+def test_register_matched_by_its_name_before_mapping(tmp_path):
+    """A flip-flop the mapped netlist leaves unnamed takes its VCD activity by the name
+    synthesis recorded before mapping (read_netlist finds the file beside the netlist)."""
+    cells = pdk_cell_library(_pdk_or_skip("nangate45"))
+    (tmp_path / "m.json").write_text(json.dumps(yosys_json(UNNAMED_REGISTER)))
+    signals = {"d": (0.3, 0.5), "st": (0.01, 0.9)}
+    unnamed = rewrite.rewrite_module(read_netlist(tmp_path / "m.json", "m"), None, cells,
+                                     activity={"signals": signals})
+    assert unnamed.annotated.get("registers defaulted") == 1
+    (tmp_path / "m.registers.json").write_text(json.dumps(_pre_mapping_json("$_DFF_P_")))
+    netlist = read_netlist(tmp_path / "m.json", "m")
+    assert netlist.register_names == {"slice_7": ["st", "bus[5]"]}
+    run = rewrite.rewrite_module(netlist, None, cells, activity={"signals": signals})
+    assert run.annotated.get("registers annotated") == 1
+    assert "registers defaulted" not in run.annotated
+    flop = next(k for k in run.pin_activity if k.endswith("/QN"))
+    assert run.pin_activity[flop] == pytest.approx((0.01, 0.1))   # QN: the state inverted
 
 
 @pytest.mark.tool
