@@ -42,6 +42,7 @@ from .clock_tree import (
     clock_tree,
     clock_wire_cap,
     cycle_energy,
+    hold_clock_pin_energy,
 )
 from .enable_registers import ENABLE_DEPTH, ENABLE_LEAVES, ModuleRegisters
 from .liberty import CellLibrary
@@ -179,7 +180,8 @@ def _gating(registers: dict[str, ModuleRegisters], instances: dict[str, int], pd
             # The ICG replaces the leaf buffer (its output energy is in e_icg); the flops'
             # clock pins and leaf net switch only in loading cycles.
             e_saved = sum(tree.flop_leaf_buffer_j
-                          + hold * (clock_pin_energy(cells, f.type, slew_s) + tree.flop_leaf_net_j)
+                          + hold * (hold_clock_pin_energy(cells, f.type, slew_s, f.state_duty)
+                                    + tree.flop_leaf_net_j)
                           for f in members)
             losing += count * (e_saved < e_icg)
             m_saved += e_saved

@@ -96,6 +96,7 @@ class EnableFlop:
     sim_key: tuple | None = None     # (key, its hold cycle by cycle) after the simulation
     hold: float | None = None        # share of simulated cycles x lanes it holds
     unchanged: float | None = None   # share with D == Q
+    state_duty: float | None = None  # share of the state at 1
 
 
 @dataclass
@@ -156,6 +157,9 @@ class ModuleRegisters:
             d = streams.get(flop.d)
             net, inverted = flop.states[0]
             q = streams.get(net)
+            if q is not None:
+                ones_q = float(np.bitwise_count(q).sum()) / total
+                flop.state_duty = 1.0 - ones_q if inverted else ones_q
             if d is None or q is None:
                 continue
             if inverted != flop.inverted_d:

@@ -271,10 +271,13 @@ def vcd_lookup(signals: dict):
     """``lookup(names)``: (VCD key, (toggles, duty)) of the first of ``names`` in ``signals``.
 
     A name matches as it is, without a trailing ``[0]`` or with one added (a one-bit signal is
-    ``x`` in one tool and ``x[0]`` in another); None when no name matches.
+    ``x`` in one tool and ``x[0]`` in another), and without the backslash Yosys' JSON puts
+    before a public name that starts with ``$`` (Amaranth's ``$signal``; the VCD has none);
+    None when no name matches.
     """
     def lookup(names: list[str]) -> tuple[str, tuple[float, float]] | None:
         for name in names:
+            name = name[1:] if name.startswith("\\$") else name
             for key in (name, re.sub(r"\[0\]$", "", name), name + "[0]"):
                 if key in signals:
                     return key, tuple(signals[key])

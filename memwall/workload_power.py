@@ -43,6 +43,7 @@ def power_under(config: str, pdk_name: str, workloads: dict, *, build_root: Path
     from memwall.flows import hierarchical
     from memwall.flows.flow import with_wire_load
     from memwall.flows.pdk import find_pdk
+    from memwall.flows.provenance import current_design, flow_version, stale_reasons
     from memwall.flows.workload import _activity_of, merge_activity, module_keys
 
     cfg = load_config(config)
@@ -52,6 +53,14 @@ def power_under(config: str, pdk_name: str, workloads: dict, *, build_root: Path
     if not (synth_dir / "metrics.json").is_file():
         raise NotSynthesised(f"{cfg.name} has no synthesis on {pdk_name} under {build_root}: "
                              f"run `memwall synth {cfg.name} --pdk {pdk_name}` first")
+    # The runs re-use its netlists: a synthesis of another RTL, config or flow would power
+    # (and calibrate) a design or a flow this checkout no longer makes.
+    reasons = stale_reasons(json.loads((synth_dir / "metrics.json").read_text())
+                            .get("provenance", {}), current_design(config), flow_version())
+    if reasons:
+        raise NotSynthesised(f"the synthesis of {cfg.name} on {pdk_name} under {build_root} is "
+                             f"stale ({'; '.join(reasons)}): run `memwall synth {cfg.name} "
+                             f"--pdk {pdk_name}` again first")
     manifest = json.loads((gen_dir / "manifest.json").read_text())
     pdk = find_pdk(pdk_name, cache_root=build_root / "pdk")
     period_ns = cfg.clock_period_ns_on(pdk.name)
