@@ -319,11 +319,21 @@ class ShieldController(wiring.Component):
         st_word = Signal(group, name="live_stage_word")
 
         def effective(std, kv_class, row):
-            """Is ``row`` (a standard-bank row) live this cycle in ``std``'s class."""
+            """Is ``row`` (a standard-bank row) live this cycle in ``std``'s class.
+
+            The row's group word is selected first and the bit within it last: a scheduler's
+            row advances every few cycles, and its low bits so drive a ``group``-to-1
+            multiplexer, not the select lines of a ``rows``-to-1 one (whose fan-out buffers
+            toggled with every refresh slot)."""
+            if not group_bits:
+                return std.bit_select(row, 1) \
+                    | (st_valid & (st_kv == kv_class) & (row == st_group) & st_word[0])
+            words = Array(Cat(std, Const(0, groups * group))[g * group:(g + 1) * group]
+                          for g in range(groups))
+            low = row[:group_bits]
             staged = st_valid & (st_kv == kv_class) & (row[group_bits:] == st_group) \
-                & st_word.bit_select(row[:group_bits], 1) if group_bits else \
-                st_valid & (st_kv == kv_class) & (row == st_group) & st_word[0]
-            return std.bit_select(row, 1) | staged
+                & st_word.bit_select(low, 1)
+            return words[row[group_bits:]].bit_select(low, 1) | staged
 
         # The liveness this cycle, whole (for the formal harness; unused in the netlist).
         stage_std = Signal(rows["standard"], name="live_stage_rows")
