@@ -187,8 +187,8 @@ class ShieldController(wiring.Component):
     accesses also the relaxed bank. The Refresh-less Bank is never refreshed. Liveness is kept
     per row and per class (``kv_words`` may share a standard-bank row with QO words: the row stays
     live while either class is), in flip-flops that load a group of rows at a time from a
-    one-entry write stage (so each group holds, and clock-gates, under one enable). ``refresh_count_<bank>`` counts the refreshes issued (wrapping
-    at 2**32).
+    one-entry write stage (so each group holds, and clock-gates, under one enable).
+    ``refresh_count_<bank>`` counts the refreshes issued (wrapping at 2**32).
 
     ``req.ready`` depends combinationally on ``req.payload`` (op and class) and on the refresh
     state; the bank ports are driven combinationally from the accepted command. Throughput is one
