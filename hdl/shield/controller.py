@@ -93,14 +93,18 @@ def predecode(m: Module, index: Signal, count: int, name: str) -> tuple[Signal, 
 class RefreshScheduler(wiring.Component):
     """Names the row whose refresh slot is the current cycle, for a ``rows``-row bank.
 
-    A phase counter runs ``t mod interval`` (``t`` = cycles since reset, 1 in the first cycle
-    after reset). The row pointer holds the next row to refresh and its slot
-    ``(row * interval) // rows``, kept incrementally (quotient + remainder, as Bresenham's line
-    does), so no multiplier, divider or offset table is needed. ``slot`` is high in the cycle
-    whose phase equals that offset; the pointer then advances, wrapping after the last row.
-    Offsets are distinct because ``interval > rows``. ``next_row`` is the pointer's value in
-    the next cycle, so a client can look up that row's state one cycle ahead (the controller
-    registers the row's liveness, keeping its per-row lookup off the access path).
+    Row ``r``'s slot is the cycle ``t`` (cycles since reset, 1 in the first cycle after reset)
+    with ``t mod interval == (r * interval) // rows``. The row pointer holds the next row to
+    refresh, and a down-counter the cycles until its slot: ``slot`` is high when it reaches 0;
+    the pointer then advances (wrapping after the last row) and the counter reloads with the gap
+    to the next row's slot, ``interval // rows`` or one more, kept exactly by a Bresenham
+    remainder ``(row * interval) mod rows`` (the last row's gap closes the interval). So no
+    multiplier, divider or offset table is needed, and no phase counter: only the counter's
+    ``log2(interval / rows)`` bits change in a cycle without a slot (a phase counter and its
+    comparators toggled every cycle). Slots are distinct because ``interval > rows``.
+    ``next_row`` is the pointer's value in the next cycle, so a client can look up that row's
+    state one cycle ahead (the controller registers the row's liveness, keeping its per-row
+    lookup off the access path).
 
     Parameters
     ----------
@@ -134,30 +138,33 @@ class RefreshScheduler(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         R, T = self.rows, self.interval
-        # State in cycle 1: phase 1 and the first row whose slot is not behind it.
+        step, step_frac = divmod(T, R)
+        # State in cycle 1 (phase 1): the first row whose slot is not behind it, or row 0 of the
+        # next interval, and the cycles until that slot.
         phase0 = 1 % T
         row0 = next((r for r in range(R) if schedule_offset(r, R, T) >= phase0), 0)
-        phase = Signal(range(T), init=phase0)
+        wait0 = schedule_offset(row0, R, T) - phase0 if row0 or phase0 == 0 else T - phase0
         row = Signal(range(R), init=row0)
-        target = Signal(range(T), init=schedule_offset(row0, R, T))
         frac = Signal(range(R), init=(row0 * T) % R)       # (row * T) mod R
-        step, step_frac = divmod(T, R)
+        wait = Signal(range(max(step + 1, wait0 + 1)), init=wait0)
 
-        m.d.sync += phase.eq(Mux(phase == T - 1, 0, phase + 1))
         slot = Signal()
         last = row == R - 1
-        m.d.comb += [slot.eq(phase == target), self.slot.eq(slot), self.row.eq(row),
+        m.d.comb += [slot.eq(wait == 0), self.slot.eq(slot), self.row.eq(row),
                      self.next_row.eq(Mux(slot, Mux(last, 0, row + 1), row))]
         m.d.sync += row.eq(self.next_row)
         with m.If(slot):
             with m.If(last):
-                m.d.sync += [target.eq(0), frac.eq(0)]
+                # Row 0 of the next interval: T - (R - 1) * T // R cycles on.
+                m.d.sync += [wait.eq(T - schedule_offset(R - 1, R, T) - 1), frac.eq(0)]
             with m.Else():
                 carry = frac + step_frac >= R
                 m.d.sync += [
-                    target.eq(target + step + carry),
+                    wait.eq(step - 1 + carry),
                     frac.eq(Mux(carry, frac + step_frac - R, frac + step_frac)),
                 ]
+        with m.Else():
+            m.d.sync += wait.eq(wait - 1)
         return m
 
 

@@ -61,9 +61,10 @@ class RefreshHarness(Elaboratable):
     every cycle: the guarantee needs no environment assumption, not even the stream protocol.
 
     ``invariants`` adds the strengthening asserts that make the proof close by k-induction at
-    depth 1 (they are inductive), each proved too: the bank's scheduler's phase counter equals
-    ``t mod T``; its row pointer is the first row whose slot is not behind the phase (0 past the
-    last), with that row's slot and Bresenham remainder; the controller's per-class liveness
+    depth 1 (they are inductive), each proved too: with the harness's phase ``t mod T``, the
+    bank's scheduler's row pointer is the first row whose slot is not behind the phase (0 past
+    the last), with its Bresenham remainder, and its down-counter is the cycles from the phase
+    to that row's slot; the controller's per-class liveness
     bits equal the harness's; its registered lookahead ``row_live_<bank>`` is the liveness of
     the scheduler's row; a live row's age is at most the cycles since its last slot, ``(t - (r
     T) // R) mod T`` (``T`` in the slot cycle itself), a dead row's age 0. Without them only the
@@ -153,18 +154,19 @@ class RefreshHarness(Elaboratable):
 
         # -- strengthening: the scheduler's state is a function of the phase ----------------
         sched = f"sched_{bank}"
-        s_phase = internal(fragment, sched, "phase")
         s_row = internal(fragment, sched, "row")
-        s_target = internal(fragment, sched, "target")
+        s_wait = internal(fragment, sched, "wait")
         s_frac = internal(fragment, sched, "frac")
         # The row pointer is the first row whose slot is not behind the phase (row 0 once the
-        # phase is past the last slot), with that row's slot and remainder.
-        m.d.comb += [Assert(phase < T), Assert(s_phase == phase), Assert(s_row < R)]
+        # phase is past the last slot), with its remainder, and the down-counter the cycles
+        # from the phase to that row's slot.
+        m.d.comb += [Assert(phase < T), Assert(s_row < R)]
         for r in range(R):
             after_previous = (phase == 0) | (phase > offset[-1]) if r == 0 \
                 else (phase > offset[r - 1]) & (phase <= offset[r])
+            to_slot = Mux(phase == 0, 0, T - phase) if r == 0 else offset[r] - phase
             with m.If(s_row == r):
-                m.d.comb += [Assert(after_previous), Assert(s_target == offset[r]),
+                m.d.comb += [Assert(after_previous), Assert(s_wait == to_slot),
                              Assert(s_frac == (r * T) % R)]
         # -- strengthening: the controller's liveness is the harness's ----------------------
         row_live = internal(fragment, "", f"row_live_{bank}")
