@@ -325,6 +325,11 @@ class ShieldController(wiring.Component):
         st_group = Signal(range(max(groups, 2)), name="live_stage_group")
         st_word = Signal(group, name="live_stage_word")
 
+        def group_words(std):
+            """``std`` (one bit per standard-bank row) as its groups' words, the last padded."""
+            return [Cat(std, Const(0, groups * group))[g * group:(g + 1) * group]
+                    for g in range(groups)]
+
         def effective(std, kv_class, row):
             """Is ``row`` (a standard-bank row) live this cycle in ``std``'s class.
 
@@ -335,8 +340,7 @@ class ShieldController(wiring.Component):
             if not group_bits:
                 return std.bit_select(row, 1) \
                     | (st_valid & (st_kv == kv_class) & (row == st_group) & st_word[0])
-            words = Array(Cat(std, Const(0, groups * group))[g * group:(g + 1) * group]
-                          for g in range(groups))
+            words = Array(group_words(std))
             low = row[:group_bits]
             staged = st_valid & (st_kv == kv_class) & (row[group_bits:] == st_group) \
                 & st_word.bit_select(low, 1)
@@ -428,10 +432,7 @@ class ShieldController(wiring.Component):
         written_group = written_row[group_bits:] if group_bits < len(written_row) else Const(0)
         # The written group's bits this cycle (the stage's word when it holds the same group
         # and class), with the written row's bit set.
-        kv_words_of = [Cat(kv_std, Const(0, groups * group))[g * group:(g + 1) * group]
-                       for g in range(groups)]
-        qo_words_of = [Cat(qo_std, Const(0, groups * group))[g * group:(g + 1) * group]
-                       for g in range(groups)]
+        kv_words_of, qo_words_of = group_words(kv_std), group_words(qo_std)
         current = Signal(group, name="live_written_group")
         m.d.comb += current.eq(Mux(is_kv, Array(kv_words_of)[written_group],
                                    Array(qo_words_of)[written_group]))
