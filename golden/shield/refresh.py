@@ -55,7 +55,9 @@ cycles ``0 .. C-1`` (``C`` = :meth:`Trace.cycles`): a word access takes one cycl
 ``round(us * clock_mhz)`` cycles, ``release`` takes none. A word written in cycle ``c`` is live
 from cycle ``c + 1`` until its class is released (a release at cursor ``c`` -- after ``c``
 cycles -- makes it dead from cycle ``c`` on); rewriting a live word changes nothing. A row is
-live when any of its words is. Standard bank: KV words at ``[0, kv_words)``, Q/O words at
+live when any word of its class's liveness block is (``live_block_rows`` consecutive rows of
+the class: KV blocks from standard row 0, QO blocks from row ``kv_words // row_words``; 1, the
+default, is one block per row). Standard bank: KV words at ``[0, kv_words)``, Q/O words at
 ``[kv_words, kv_words + qo_words)``, ``row_words`` per row (one row may hold both classes);
 Relaxed bank: KV word ``a`` in row ``a // row_words``. The Refresh-less bank never refreshes.
 """
@@ -361,6 +363,9 @@ def _simulate(cfg: Any, trace: Trace) -> dict[str, Any]:
     # is the union of the two classes', so its intervals are kept and merged at the end.
     mixed = kv // w if (kv % w and qo) else -1
     base = {"kv": 0, "qo": kv}
+    # Standard rows of each class, [first, end): liveness blocks count from the first.
+    class_rows = {"kv": (0, r_rel), "qo": (kv // w, r_std)}
+    block = int(getattr(cfg, "live_block_rows", 1))
     since = {c: np.full(r_std, _INF, dtype=np.int64) for c in ("kv", "qo")}
     touched = {c: [r_std, -1] for c in ("kv", "qo")}
     live = {c: LiveRanges() for c in ("kv", "qo")}
@@ -398,8 +403,15 @@ def _simulate(cfg: Any, trace: Trace) -> dict[str, Any]:
             r0, r1 = g0 // w, (g0 + n - 1) // w
             rows = np.arange(r0, r1 + 1, dtype=np.int64)
             first = c + 1 + np.maximum(0, rows * w - g0)  # first of its words to become live
-            np.minimum(since[cls][r0:r1 + 1], first, out=since[cls][r0:r1 + 1])
-            touched[cls] = [min(touched[cls][0], r0), max(touched[cls][1], r1)]
+            # Every row of a liveness block goes live with the block's first written word.
+            lo, end = class_rows[cls]
+            blocks = (rows - lo) // block
+            starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
+            for b, f in zip(blocks[starts], np.minimum.reduceat(first, starts),
+                            strict=True):
+                b0, b1 = lo + b * block, min(lo + (b + 1) * block, end)
+                np.minimum(since[cls][b0:b1], f, out=since[cls][b0:b1])
+                touched[cls] = [min(touched[cls][0], b0), max(touched[cls][1], b1 - 1)]
             for u, v in live[cls].add(a, a + n):
                 # word j of this step is live from cycle c + 1 + (j - a)
                 n_live[cls] += v - u

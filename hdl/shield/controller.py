@@ -8,22 +8,24 @@ controller owns the address map, the per-row liveness and the refresh schedule.
 Refresh schedule (shared, word for word, with :mod:`memwall.golden.shield.refresh`): cycle 1 is the
 first cycle after reset. A refreshed bank with ``R`` rows and interval ``T`` cycles refreshes row
 ``r`` in every cycle ``t`` with ``t mod T == (r * T) // R``, provided the row is live in that cycle.
-A row is live in cycle ``t`` if a word stored in it was written in a cycle before ``t`` and its
-class was not released in a cycle before ``t``.
+A row is live in cycle ``t`` if a word of its class was written, in a cycle before ``t``, to a row
+of the same liveness block (``live_block_rows`` consecutive rows of the class, see
+:attr:`ShieldConfig.live_blocks`), and its class was not released in a cycle before ``t``.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
-from amaranth.lib import data, enum, fifo, stream, wiring
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, unsigned
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from memwall.families.shield.config import ShieldConfig
 from memwall.hdl.common.netlist import unique_submodule
 
-__all__ = ["Op", "Cls", "RefreshScheduler", "ShieldController", "BANKS", "REFRESHED_BANKS",
-           "TOP_NAME", "build_top", "schedule_offset", "request_layout", "one_hot", "predecode"]
+__all__ = ["Op", "Cls", "RefreshScheduler", "ResponseQueue", "ShieldController", "BANKS",
+           "REFRESHED_BANKS", "TOP_NAME", "build_top", "schedule_offset", "request_layout",
+           "one_hot", "predecode"]
 
 TOP_NAME = "shield_controller"
 #: the three eDRAM banks, in port order
@@ -135,6 +137,12 @@ class RefreshScheduler(wiring.Component):
         super().__init__({"row": Out(range(rows)), "slot": Out(1),
                           "next_row": Out(range(rows))})
 
+    @property
+    def staged(self) -> bool:
+        """The successor of the pointer is precomputed into registers (``T >= 2 R``: slots are
+        at least two cycles apart, so the cycle after a slot has time to compute it)."""
+        return self.interval >= 2 * self.rows
+
     def elaborate(self, platform):
         m = Module()
         R, T = self.rows, self.interval
@@ -146,25 +154,200 @@ class RefreshScheduler(wiring.Component):
         wait0 = schedule_offset(row0, R, T) - phase0 if row0 or phase0 == 0 else T - phase0
         row = Signal(range(R), init=row0)
         frac = Signal(range(R), init=(row0 * T) % R)       # (row * T) mod R
-        wait = Signal(range(max(step + 1, wait0 + 1)), init=wait0)
+        wait_max = max(step + 1, wait0 + 1)
+        wait = Signal(range(wait_max), init=wait0)
+
+        def successor(row, frac):
+            """(row, remainder, wait) after ``row``'s slot: the next row, its remainder and
+            the cycles from this slot to its slot, minus one."""
+            last = row == R - 1
+            carry = frac + step_frac >= R
+            return (Mux(last, 0, row + 1),
+                    Mux(last, 0, Mux(carry, frac + step_frac - R, frac + step_frac)),
+                    Mux(last, T - schedule_offset(R - 1, R, T) - 1, step - 1 + carry))
 
         slot = Signal()
-        last = row == R - 1
-        m.d.comb += [slot.eq(wait == 0), self.slot.eq(slot), self.row.eq(row),
-                     self.next_row.eq(Mux(slot, Mux(last, 0, row + 1), row))]
-        m.d.sync += row.eq(self.next_row)
-        with m.If(slot):
-            with m.If(last):
-                # Row 0 of the next interval: T - (R - 1) * T // R cycles on.
-                m.d.sync += [wait.eq(T - schedule_offset(R - 1, R, T) - 1), frac.eq(0)]
+        m.d.comb += [slot.eq(wait == 0), self.slot.eq(slot), self.row.eq(row)]
+        if self.staged:
+            # The successor waits in registers, computed in the cycle after each slot: the
+            # pointer and remainder then load from registers under the slot alone (a hold
+            # multiplexer a clock gate can take; an adder in front of them made them toggle
+            # their clock pins every cycle), and ``next_row`` is a multiplexer, not an adder.
+            f0 = (row0 * T) % R
+            if row0 == R - 1:
+                succ0 = (0, 0, T - schedule_offset(R - 1, R, T) - 1)
+            else:
+                carry0 = f0 + step_frac >= R
+                succ0 = (row0 + 1, f0 + step_frac - R * carry0, step - 1 + carry0)
+            n_row = Signal(range(R), name="succ_row", init=succ0[0])
+            n_frac = Signal(range(R), name="succ_frac", init=succ0[1])
+            n_wait = Signal(range(wait_max), name="succ_wait", init=succ0[2])
+            after = Signal(name="after_slot")
+            m.d.sync += after.eq(slot)
+            with m.If(after):
+                m.d.sync += [sig.eq(v) for sig, v in zip((n_row, n_frac, n_wait),
+                                                         successor(row, frac), strict=True)]
+            m.d.comb += self.next_row.eq(Mux(slot, n_row, row))
+            with m.If(slot):
+                m.d.sync += [row.eq(n_row), frac.eq(n_frac), wait.eq(n_wait)]
             with m.Else():
-                carry = frac + step_frac >= R
-                m.d.sync += [
-                    wait.eq(step - 1 + carry),
-                    frac.eq(Mux(carry, frac + step_frac - R, frac + step_frac)),
-                ]
+                m.d.sync += wait.eq(wait - 1)
+            return m
+        # Slots may be one cycle apart: the successor is computed in the slot's cycle.
+        s_row, s_frac, s_wait = successor(row, frac)
+        m.d.comb += self.next_row.eq(Mux(slot, s_row, row))
+        with m.If(slot):
+            m.d.sync += [row.eq(s_row), frac.eq(s_frac), wait.eq(s_wait)]
         with m.Else():
             m.d.sync += wait.eq(wait - 1)
+        return m
+
+
+class _Liveness:
+    """Per-class liveness bits (one per block of rows), each word of them loaded from a
+    one-entry write stage of its own, built into ``m``.
+
+    A write to a block not yet live (the filter: a write to a live block changes nothing) loads
+    its word's stage with the word, the block's bit set; the cycle after, the word loads from
+    its stage. So a word's bits load from their stage alone, under one enable, and only when a
+    block first becomes live: they hold (and clock-gate) in every other cycle, as does the
+    stage. A stage per word, not one shared by all: a shared stage's bit ``i`` would feed bit
+    ``i`` of every word, and the clock-gating analysis then keys every such bit apart. The
+    liveness in a cycle is the bits OR the stages (:meth:`lookup`). A release of a class clears
+    its bits (and its staged words) from the next cycle.
+
+    Words are ``word_bits`` wide: a power of two, the whole class up to 64 blocks, else about
+    the square root of the blocks and at least 64 (a word's flops make one clock-gating group,
+    and the fewer the stages the fewer the gates); the last word of a class padded with zeros.
+    Class 1 is KV, 0 QO (:class:`Cls` values).
+    """
+
+    def __init__(self, m: Module, blocks: dict[str, int]):
+        self.m = m
+        n = {1: max(blocks["kv"], 1), 0: max(blocks["qo"], 1)}
+        widest = max(n.values())
+        self.word_log = ceil_log2(widest) if widest <= 64 else max(6, ceil_log2(widest) // 2)
+        self.word_bits = wb = 1 << self.word_log
+        self.n = n
+        self.bits = {1: Signal(n[1], name="kv_live"), 0: Signal(n[0], name="qo_live")}
+        self.count = {c: -(-n[c] // wb) for c in n}
+        self.words = {c: [self._padded(self.bits[c][w * wb:(w + 1) * wb])
+                          for w in range(self.count[c])] for c in n}
+        prefix = {1: "kv", 0: "qo"}
+        self.st_valid = {c: [Signal(name=f"live_stage_{prefix[c]}{w}_valid")
+                             for w in range(self.count[c])] for c in n}
+        self.st_word = {c: [Signal(wb, name=f"live_stage_{prefix[c]}{w}")
+                            for w in range(self.count[c])] for c in n}
+        # Each word with its stage: the liveness this cycle.
+        self.now_words = {c: [w_bits | Mux(v, st, 0) for w_bits, v, st in
+                              zip(self.words[c], self.st_valid[c], self.st_word[c],
+                                  strict=True)] for c in n}
+        # The liveness this cycle, whole (for the formal harness; unused in the netlist).
+        for c, name in ((1, "kv_live_now"), (0, "qo_live_now")):
+            now = Signal(n[c], name=name)
+            m.d.comb += now.eq(Cat(*self.now_words[c])[:n[c]])
+
+    def _padded(self, bits: Value) -> Value:
+        """``bits`` widened to a word with zeros (the last word of a class)."""
+        short = self.word_bits - len(bits)
+        return Cat(bits, Const(0, short)) if short else bits
+
+    def _split(self, block: Value) -> tuple[Value, Value]:
+        """(word index, bit in the word) of a block index."""
+        if not self.word_log:
+            return block, Const(0, 1)
+        return block[self.word_log:], block[:self.word_log]
+
+    def _word(self, cls: int, index: Value, words) -> Value:
+        return Array(words[cls])[index] if self.count[cls] > 1 else words[cls][0]
+
+    def lookup(self, cls: int, block: Value) -> Value:
+        """Is ``block`` of class ``cls`` live this cycle (``block`` below the class's blocks)."""
+        index, bit = self._split(block)
+        return self._word(cls, index, self.now_words).bit_select(bit, 1)
+
+    def update(self, write: Value, is_kv: Value, block: Value, release_kv: Value,
+               release_qo: Value) -> None:
+        """``write``: a word of ``block`` of the class ``is_kv`` is written this cycle; a
+        release of each class this cycle (never in the cycle of a write)."""
+        m, wb = self.m, self.word_bits
+        index, bit = self._split(block)
+        # Named signals, so the per-word logic refers to them instead of repeating them.
+        mark, new_bit = Signal(name="live_mark"), Signal(wb, name="live_new_bit")
+        m.d.comb += [mark.eq(write & ~Mux(is_kv, self.lookup(1, block), self.lookup(0, block))),
+                     new_bit.eq((Const(1, wb) << bit)[:wb])]
+        for cls, gone in ((1, release_kv), (0, release_qo)):
+            mine = Signal(name=f"live_mark_{'kv' if cls else 'qo'}")
+            m.d.comb += mine.eq(mark & (is_kv == cls))
+            for w in range(self.count[cls]):
+                valid, stage = self.st_valid[cls][w], self.st_word[cls][w]
+                here = mine & (index == w) if self.count[cls] > 1 else mine
+                m.d.sync += valid.eq(here)
+                with m.If(here):
+                    m.d.sync += stage.eq(self.now_words[cls][w] | new_bit)
+                bits = self.bits[cls][w * wb:min((w + 1) * wb, self.n[cls])]
+                with m.If(gone | valid):
+                    m.d.sync += bits.eq(Mux(gone, 0, stage[:len(bits)]))
+        # Each stage's word holds its word's bits (so loading it loses none) and no bit past
+        # the class's blocks: a proof invariant (the formal harness asserts it; unused in the
+        # netlist).
+        ok = []
+        for cls in self.n:
+            for w in range(self.count[cls]):
+                mask = (1 << max(0, min(wb, self.n[cls] - w * wb))) - 1
+                stage = self.st_word[cls][w]
+                ok.append(~self.st_valid[cls][w]
+                          | (((self.words[cls][w] & ~stage) | (stage & ~Const(mask, wb))) == 0))
+        covers = Signal(name="live_stage_covers")
+        m.d.comb += covers.eq(Cat(*ok).all())
+
+
+class ResponseQueue(wiring.Component):
+    """A first-in first-out queue of ``depth`` words in flip-flops, with the ports of
+    :class:`amaranth.lib.fifo.SyncFIFO` (``w_data``, ``w_en``, ``w_rdy``, ``r_data``, ``r_en``,
+    ``r_rdy``, ``level``; ``r_data`` is the head while ``r_rdy``).
+
+    Its entries are registers, each loading only when written (one enable per entry), rather
+    than SyncFIFO's memory with an asynchronous read port, which no SRAM macro implements, so
+    synthesis would leave it unmapped and its area and power uncounted.
+
+    Parameters
+    ----------
+    width : int
+        Bits of a word, ``>= 1``.
+    depth : int
+        Words held, ``>= 1``.
+    """
+
+    def __init__(self, width: int, depth: int):
+        for key, value in (("width", width), ("depth", depth)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{key} must be an int >= 1, got {value!r}")
+        self.width, self.depth = width, depth
+        super().__init__({"w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+                          "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
+                          "level": Out(range(depth + 1))})
+
+    def elaborate(self, platform):
+        m = Module()
+        depth = self.depth
+        entries = [Signal(self.width, name=f"entry{i}") for i in range(depth)]
+        produce = Signal(range(depth), name="produce")
+        consume = Signal(range(depth), name="consume")
+        level = Signal(range(depth + 1), name="level")
+        write = self.w_en & self.w_rdy
+        read = self.r_en & self.r_rdy
+        m.d.comb += [self.w_rdy.eq(level != depth), self.r_rdy.eq(level != 0),
+                     self.level.eq(level),
+                     self.r_data.eq(Array(entries)[consume] if depth > 1 else entries[0])]
+        for i, entry in enumerate(entries):
+            with m.If(write & (produce == i)):
+                m.d.sync += entry.eq(self.w_data)
+        with m.If(write):
+            m.d.sync += produce.eq(Mux(produce == depth - 1, 0, produce + 1))
+        with m.If(read):
+            m.d.sync += consume.eq(Mux(consume == depth - 1, 0, consume + 1))
+        m.d.sync += level.eq(level + write - read)
         return m
 
 
@@ -192,10 +375,13 @@ class ShieldController(wiring.Component):
     its refresh cycle is not accepted that cycle (``req.ready`` low) and retries the next, so no
     live row ever waits longer than its interval. Every READ/WRITE needs the standard bank; KV
     accesses also the relaxed bank. The Refresh-less Bank is never refreshed. Liveness is kept
-    per row and per class (``kv_words`` may share a standard-bank row with QO words: the row stays
-    live while either class is), in flip-flops that load a group of rows at a time from a
-    one-entry write stage (so each group holds, and clock-gates, under one enable).
-    ``refresh_count_<bank>`` counts the refreshes issued (wrapping at 2**32).
+    per class in blocks of ``live_block_rows`` rows (``kv_words`` may share a standard-bank row
+    with QO words: the row stays live while either class's block is): a write makes its row's
+    whole block live. The bits load a word at a time from a one-entry write stage, and only when
+    a block first becomes live, so they hold (and clock-gate) under one enable per word
+    (:class:`_Liveness`). The controller keeps no refresh counters (the testbench counts the
+    ``<bank>_ref`` strobes the banks see): a 32-bit event counter per bank would clock 64
+    flip-flops every cycle for an observability feature.
 
     ``req.ready`` depends combinationally on ``req.payload`` (op and class) and on the refresh
     state; the bank ports are driven combinationally from the accepted command. Throughput is one
@@ -230,8 +416,6 @@ class ShieldController(wiring.Component):
         Relaxed Refresh Bank (KV mantissas, ``lo_bits``, ``rows(kv_words)`` rows).
     refreshless_* : as ``standard_*`` without ``_ref``
         Refresh-less Bank (QO mantissas, ``lo_bits``, ``rows(qo_words)`` rows).
-    refresh_count_standard, refresh_count_relaxed : Out(32)
-        Refreshes issued since reset.
     req_layout : StructLayout
         The ``req`` payload layout.
     bank_rows, bank_bits : dict
@@ -269,7 +453,7 @@ class ShieldController(wiring.Component):
             "format": cfg.format, "hi_bits": cfg.hi_bits, "lo_bits": cfg.lo_bits,
             "kv_words": cfg.kv_words, "qo_words": cfg.qo_words, "row_words": cfg.row_words,
             "t_std_cycles": cfg.t_std_cycles, "t_rel_cycles": cfg.t_rel_cycles,
-            "interval_scale": interval_scale,
+            "live_block_rows": cfg.live_block_rows, "interval_scale": interval_scale,
         }
         self.req_layout = request_layout(cfg)
         members = {"req": In(stream.Signature(self.req_layout)),
@@ -283,8 +467,6 @@ class ShieldController(wiring.Component):
             members[f"{bank}_rdata"] = In(self.bank_bits[bank])
             if bank in REFRESHED_BANKS:
                 members[f"{bank}_ref"] = Out(1)
-        for bank in REFRESHED_BANKS:
-            members[f"refresh_count_{bank}"] = Out(32)
         super().__init__(members)
 
     def _split(self, address):
@@ -304,72 +486,24 @@ class ShieldController(wiring.Component):
             sched[bank] = RefreshScheduler(rows[bank], self.intervals[bank])
             unique_submodule(m, f"sched_{bank}", sched[bank])
 
-        # Liveness per row and class: KV words occupy relaxed row r and standard row r alike,
-        # so one bit per relaxed row serves both; QO words are tracked per standard row from
-        # the first one that can hold a QO word (``kv_words // row_words``) on.
+        # Liveness per class in blocks of ``live_block_rows`` rows (a power of two): KV block
+        # ``b`` covers relaxed rows = standard rows ``[b B, (b+1) B)``; QO block ``b`` standard
+        # rows ``qo_base + [b B, (b+1) B)``, from the first row that can hold a QO word on (a
+        # standard row may hold both classes). See :class:`_Liveness`.
         qo_base = kv_words // self.row_words
-        kv_live = Signal(rows["relaxed"])
-        qo_live = Signal(max(rows["standard"] - qo_base, 1))
-        # Each class's bits at their standard-bank rows (a row may hold both classes).
-        kv_std = Cat(kv_live, Const(0, rows["standard"]))[:rows["standard"]]
-        qo_std = Cat(Const(0, qo_base), qo_live)[:rows["standard"]]
-        # A write reaches the liveness bits through a one-entry stage: the cycle after it, the
-        # whole group of rows it falls in is loaded with the stage's word (the group's bits
-        # with the written one set). A group's bits so load from the stage alone, under one
-        # enable per group: they hold (and clock-gate) except in the cycle after a write to the
-        # group or a release of their class. Liveness in a cycle is the bits OR the stage.
-        group_bits = ceil_log2(rows["standard"]) // 2           # predecode's low half
-        group = 1 << group_bits
-        groups = -(-rows["standard"] // group)
-        st_valid, st_kv = Signal(name="live_stage_valid"), Signal(name="live_stage_kv")
-        st_group = Signal(range(max(groups, 2)), name="live_stage_group")
-        st_word = Signal(group, name="live_stage_word")
-
-        def group_words(std):
-            """``std`` (one bit per standard-bank row) as its groups' words, the last padded."""
-            return [Cat(std, Const(0, groups * group))[g * group:(g + 1) * group]
-                    for g in range(groups)]
-
-        def effective(std, kv_class, row):
-            """Is ``row`` (a standard-bank row) live this cycle in ``std``'s class.
-
-            The row's group word is selected first and the bit within it last: a scheduler's
-            row advances every few cycles, and its low bits so drive a ``group``-to-1
-            multiplexer, not the select lines of a ``rows``-to-1 one (whose fan-out buffers
-            toggled with every refresh slot)."""
-            if not group_bits:
-                return std.bit_select(row, 1) \
-                    | (st_valid & (st_kv == kv_class) & (row == st_group) & st_word[0])
-            words = Array(group_words(std))
-            low = row[:group_bits]
-            staged = st_valid & (st_kv == kv_class) & (row[group_bits:] == st_group) \
-                & st_word.bit_select(low, 1)
-            return words[row[group_bits:]].bit_select(low, 1) | staged
-
-        # The liveness this cycle, whole (for the formal harness; unused in the netlist).
-        stage_std = Signal(rows["standard"], name="live_stage_rows")
-        m.d.comb += stage_std.eq(Cat(*(st_word & (st_valid & (st_group == g)).replicate(group)
-                                       for g in range(groups)))[:rows["standard"]])
-        kv_now, qo_now = Signal(len(kv_live), name="kv_live_now"), \
-            Signal(len(qo_live), name="qo_live_now")
-        m.d.comb += [kv_now.eq(kv_live | Mux(st_kv, stage_std[:len(kv_live)], 0)),
-                     qo_now.eq(qo_live | Mux(~st_kv, stage_std[qo_base:], 0))]
+        shift = self.cfg.live_block_rows.bit_length() - 1
+        live = _Liveness(m, self.cfg.live_blocks)
 
         # row_live: is the scheduler's row live this cycle. Looked up one cycle ahead (at its
         # next_row, with that cycle's write or release bypassed in) and registered, so the
-        # per-row lookup (a rows-to-1 multiplexer) ends at a register instead of sitting in
-        # front of req.ready, the bank strobes and the liveness updates.
+        # lookup ends at a register instead of sitting in front of req.ready, the bank strobes
+        # and the liveness updates.
         row_live = {bank: Signal(name=f"row_live_{bank}") for bank in REFRESHED_BANKS}
         refresh = {}
         for bank in REFRESHED_BANKS:
             refresh[bank] = Signal(name=f"refresh_{bank}")
             m.d.comb += [refresh[bank].eq(sched[bank].slot & row_live[bank]),
                          getattr(self, f"{bank}_ref").eq(refresh[bank])]
-            count = getattr(self, f"refresh_count_{bank}")
-            count_reg = Signal(32, name=f"count_{bank}")
-            m.d.comb += count.eq(count_reg)
-            with m.If(refresh[bank]):
-                m.d.sync += count_reg.eq(count_reg + 1)
 
         # -- command decode ------------------------------------------------------------------
         cmd = self.req.payload
@@ -385,7 +519,7 @@ class ShieldController(wiring.Component):
 
         # Read responses: bank data arrives the cycle after `re` and is queued; a READ is only
         # accepted when the queue has room for it and the read already in flight.
-        resp_q = fifo.SyncFIFO(width=self.word_bits, depth=RESP_DEPTH)
+        resp_q = ResponseQueue(self.word_bits, RESP_DEPTH)
         m.submodules.resp_q = resp_q
         rd_pend = Signal()
         rd_kv = Signal()
@@ -421,63 +555,39 @@ class ShieldController(wiring.Component):
             ]
 
         # -- liveness ------------------------------------------------------------------------
-        # A write makes its row live from the next cycle; a release kills its class from the
-        # next cycle. KV words sit at standard row == relaxed row, so one decoder serves both.
+        # A write makes its row's block live from the next cycle; a release kills its class
+        # from the next cycle. KV words sit at standard row == relaxed row.
         release = fire & (cmd.op == Op.RELEASE)
         release_kv, release_qo = release & is_kv, release & ~is_kv
-        # std_row is below rows["standard"] whenever do_write is high (in_range).
-        written_row = Signal(range(rows["standard"]))
-        m.d.comb += written_row.eq(std_row)
-        lo_lines, _ = predecode(m, written_row, rows["standard"], "written")
-        written_group = written_row[group_bits:] if group_bits < len(written_row) else Const(0)
-        # The written group's bits this cycle (the stage's word when it holds the same group
-        # and class), with the written row's bit set.
-        kv_words_of, qo_words_of = group_words(kv_std), group_words(qo_std)
-        current = Signal(group, name="live_written_group")
-        m.d.comb += current.eq(Mux(is_kv, Array(kv_words_of)[written_group],
-                                   Array(qo_words_of)[written_group]))
-        # The stage's word holds its group's bits (so loading it loses none) and no row of the
-        # other class: a proof invariant (the formal harness asserts it; unused in the netlist).
-        def rows_of(first, end):
-            return [Const(sum(1 << (r - g * group) for r in range(max(first, g * group),
-                                                                min(end, (g + 1) * group))),
-                          group) for g in range(groups)]
+        # The written block, class-relative (std_row >= qo_base for every QO word in range).
+        block = Signal(max(ceil_log2(max(max(self.cfg.live_blocks.values()), 2)), 1),
+                       name="written_block")
+        m.d.comb += block.eq(Mux(is_kv, lo_row >> shift,
+                                 (std_row - qo_base)[:len(std_row)] >> shift))
+        live.update(do_write, is_kv, block, release_kv, release_qo)
 
-        kv_mask = rows_of(0, len(kv_live))
-        qo_mask = rows_of(qo_base, rows["standard"])
-        held = Mux(st_kv, Array(kv_words_of)[st_group], Array(qo_words_of)[st_group])
-        mask = Mux(st_kv, Array(kv_mask)[st_group], Array(qo_mask)[st_group])
-        covers = Signal(name="live_stage_covers")
-        m.d.comb += covers.eq(~st_valid | (((held & ~st_word) | (st_word & ~mask)) == 0))
-        same = st_valid & (st_kv == is_kv) & (st_group == written_group)
-        m.d.sync += st_valid.eq(do_write)
-        with m.If(do_write):
-            m.d.sync += [st_kv.eq(is_kv), st_group.eq(written_group),
-                         st_word.eq(current | Mux(same, st_word, 0) | lo_lines[:group])]
-        # A release at t kills its class at t+1, the stage's write (of t-1) included.
-        for kv_class, live, first, gone in ((1, kv_live, 0, release_kv),
-                                            (0, qo_live, qo_base, release_qo)):
-            end = min(first + len(live), rows["standard"])
-            for g in range(first // group, -(-end // group)):
-                start, stop = max(first, g * group), min(end, (g + 1) * group)
-                bits = live[start - first:stop - first]
-                load = st_valid & (st_kv == kv_class) & (st_group == g)
-                with m.If(gone | load):
-                    m.d.sync += bits.eq(Mux(gone, 0, st_word[start - g * group:
-                                                             stop - g * group]))
+        def blocks_of(row):
+            """(KV block, row holds KV words, QO block, row holds QO words) of a standard row."""
+            return (row >> shift, row < rows["relaxed"],
+                    (row - qo_base)[:len(row)] >> shift, row >= qo_base)
+
         nxt = {bank: sched[bank].next_row for bank in REFRESHED_BANKS}
+        kv_b, kv_in, qo_b, qo_in = blocks_of(nxt["standard"])
+        rel_b = nxt["relaxed"] >> shift
         m.d.sync += [
             row_live["standard"].eq(
-                (effective(kv_std, 1, nxt["standard"]) & ~release_kv)
-                | (effective(qo_std, 0, nxt["standard"]) & ~release_qo)
-                | (do_write & (written_row == nxt["standard"]))),
+                (kv_in & live.lookup(1, kv_b) & ~release_kv)
+                | (qo_in & live.lookup(0, qo_b) & ~release_qo)
+                | (do_write & Mux(is_kv, kv_in & (block == kv_b), qo_in & (block == qo_b)))),
             row_live["relaxed"].eq(
-                (effective(kv_std, 1, nxt["relaxed"]) & ~release_kv)
-                | (do_write & is_kv & (lo_row == nxt["relaxed"]))),
+                (live.lookup(1, rel_b) & ~release_kv)
+                | (do_write & is_kv & (block == rel_b))),
         ]
 
         # -- read return ---------------------------------------------------------------------
-        m.d.sync += [rd_pend.eq(fire & is_read), rd_kv.eq(is_kv), rd_ok.eq(in_range)]
+        m.d.sync += rd_pend.eq(fire & is_read)
+        with m.If(fire & is_read):      # held between reads (they steer only read data)
+            m.d.sync += [rd_kv.eq(is_kv), rd_ok.eq(in_range)]
         lo = Mux(rd_kv, self.relaxed_rdata, self.refreshless_rdata)
         m.d.comb += [
             resp_q.w_data.eq(Mux(rd_ok, Cat(lo, self.standard_rdata), 0)),

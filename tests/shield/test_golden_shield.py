@@ -179,18 +179,30 @@ def brute_force(cfg, trace):
     live_words = {"kv": 0, "qo": 0}
     cycle = 0
 
+    b, qo_base = cfg.live_block_rows, kv // w
+
+    def block_live(cls, r):
+        """Any live word of class ``cls`` in standard row ``r``'s liveness block."""
+        first, end = (0, r_rel) if cls == "kv" else (qo_base, r_std)
+        if not first <= r < end:
+            return False
+        start = first + (r - first) // b * b
+        base = 0 if cls == "kv" else kv        # the class's first standard-bank address
+        lo, hi = max(start * w - base, 0), max(min(start + b, end) * w - base, 0)
+        return bool(live[cls][lo:hi].any())
+
     def tick():
         nonlocal cycle
         t = cycle
-        std = np.concatenate([live["kv"], live["qo"]])
         for c in ("kv", "qo"):
             live_words[c] += int(live[c].sum())
         if t >= 1:
             for r in range(r_std):
-                if t % t_std == (r * t_std) // r_std and std[r * w:(r + 1) * w].any():
+                if t % t_std == (r * t_std) // r_std and (block_live("kv", r)
+                                                          or block_live("qo", r)):
                     counts["standard"] += 1
             for r in range(r_rel):
-                if t % t_rel == (r * t_rel) // r_rel and live["kv"][r * w:(r + 1) * w].any():
+                if t % t_rel == (r * t_rel) // r_rel and block_live("kv", r):
                     counts["relaxed"] += 1
         cycle += 1
 
@@ -233,6 +245,10 @@ SMALL_CONFIGS = [
     dict(kv_words=11, qo_words=6, row_words=1, t_std_us=18, t_rel_us=45),
     dict(kv_words=5, qo_words=3, row_words=16, t_std_us=3, t_rel_us=8),      # one row only
     dict(kv_words=30, qo_words=10, row_words=3, t_std_us=9.5, t_rel_us=31, clock_mhz=2),
+    # liveness blocks of several rows: a mixed row, a last block cut short, one block per class
+    dict(kv_words=23, qo_words=17, row_words=4, t_std_us=13, t_rel_us=37, live_block_rows=2),
+    dict(kv_words=30, qo_words=21, row_words=3, t_std_us=40, t_rel_us=90, live_block_rows=4),
+    dict(kv_words=11, qo_words=6, row_words=1, t_std_us=18, t_rel_us=45, live_block_rows=16),
 ]
 
 
@@ -264,10 +280,13 @@ def test_long_idle_is_cheap_and_exact():
     cfg = CFG_2MB
     trace = Trace((Step("write", "kv", 0, 1000), Step("idle", us=1e7)))
     c = s.expected_refresh_counts(cfg, trace)
-    # Rows 0..3 are live (1000 words) for ~1e10 cycles: ~ 4 * cycles / T each.
+    # Rows 0..3 hold the 1000 words; their liveness block (64 rows) is live for ~1e10 cycles:
+    # ~ cycles / T refreshes of each of its rows.
+    rows = max(4, cfg.live_block_rows)
+    assert cfg.live_block_rows == 64
     cycles = trace.cycles(cfg.clock_mhz)
-    assert c["standard"] == pytest.approx(4 * cycles / cfg.t_std_cycles, abs=4)
-    assert c["relaxed"] == pytest.approx(4 * cycles / cfg.t_rel_cycles, abs=4)
+    assert c["standard"] == pytest.approx(rows * cycles / cfg.t_std_cycles, abs=rows)
+    assert c["relaxed"] == pytest.approx(rows * cycles / cfg.t_rel_cycles, abs=rows)
 
 
 def test_empty_and_release_only_traces():

@@ -30,11 +30,11 @@ def run_trace(cfg: ShieldConfig, trace_path, sim: str | None = None,
 
     Returns ``{"refresh_counts": {"standard", "relaxed", "refreshless": 0}, "cycles",
     "data_errors", "data_errors_by_field", "reads"}``: row refreshes the controller issued
-    (its ``refresh_count_*`` registers) from the trace's first cycle to its last, the cycles the
-    trace took on the RTL (one per word access or release, plus idle time, plus any cycle an
-    access waited for a refresh; cycle 1 is the trace's first), and the bit errors read back
-    (``hi`` sign+exponent, ``kv_mantissa``, ``qo_mantissa``: from the eDRAM retention model;
-    only QO mantissas may fail under a correct schedule) over ``reads`` word reads.
+    (the ``<bank>_ref`` strobes the banks saw) from the trace's first cycle to its last, the
+    cycles the trace took on the RTL (one per word access or release, plus idle time, plus any
+    cycle an access waited for a refresh; cycle 1 is the trace's first), and the bit errors read
+    back (``hi`` sign+exponent, ``kv_mantissa``, ``qo_mantissa``: from the eDRAM retention
+    model; only QO mantissas may fail under a correct schedule) over ``reads`` word reads.
 
     Raises :class:`~memwall.golden.shield.trace.TraceError` for a bad trace (before simulating)
     and :class:`~memwall.verif.common.runner.SimulationFailed` if the controller breaks its

@@ -20,6 +20,7 @@ from memwall.config import (
     int_range,
     number_range,
     one_of,
+    power_of_two,
 )
 
 __all__ = ["ShieldConfig", "FORMATS", "DEFAULT_RETENTION", "MAX_ROWS", "HARDWARE_FIELDS"]
@@ -60,11 +61,12 @@ def _retention_check(value):
 
 #: Fields the RTL and its clock depend on (:attr:`ShieldConfig.hardware`).
 HARDWARE_FIELDS = ("format", "kv_words", "qo_words", "row_words", "t_std_us", "t_rel_us",
-                   "clock_mhz")
+                   "clock_mhz", "live_block_rows")
 
 #: Most rows of the Standard Refresh Bank (``ceil((kv_words + qo_words) / row_words)``). The
 #: controller keeps a liveness flip-flop per row and class (set through a two-level row
-#: decoder, read through a rows-to-1 multiplexer), so the rows, not the words, set its size;
+#: decoder, read through a rows-to-1 multiplexer) at ``live_block_rows = 1``, so the rows, not
+#: the words, set its size;
 #: generation time grows linearly with them. This bound is the range
 #: ``benchmarks/config_ranges.py`` measures (shield_2mb: 4096 rows).
 MAX_ROWS = 1 << 14
@@ -115,6 +117,13 @@ class ShieldConfig(UnitConfig):
     p_leak_mw: float = field(0.95, number_range(1e-9, 1e6),
                              "P_leak: array leakage power, mW, above 1 pW so the leakage "
                              "ratio P_leak / (E_ref_cycle / T_std) stays above 0")
+    live_block_rows: int = field(
+        1, power_of_two(1, MAX_ROWS),
+        "rows per liveness bit: a class's rows are tracked in blocks of this many consecutive "
+        "rows, and a block is live (all its rows refreshed) once any word in it is written; 1 "
+        "tracks every row. A power of two in [1, 16384]. Decision: a trade of controller state "
+        "(one flip-flop per block and class, clocked at the controller clock) for refreshes of "
+        "rows of a live block not yet written (none once a block is filled)")
     retention: dict = field(DEFAULT_RETENTION, _retention_check,
                             "BER vs µs since restore, per bank")
 
@@ -175,6 +184,15 @@ class ShieldConfig(UnitConfig):
     @property
     def t_rel_cycles(self) -> int:
         return self.interval_cycles(self.t_rel_us)
+
+    @property
+    def live_blocks(self) -> dict[str, int]:
+        """Liveness bits per class: KV blocks over the relaxed bank's rows (= the first standard
+        rows), QO blocks over the standard rows from the first that can hold a QO word
+        (``kv_words // row_words``) on; 0 for a class with no words."""
+        rows, b = self.bank_rows, self.live_block_rows
+        qo_rows = rows["standard"] - self.kv_words // self.row_words if self.qo_words else 0
+        return {"kv": -(-rows["relaxed"] // b), "qo": -(-qo_rows // b)}
 
     @property
     def addr_width(self) -> int:

@@ -106,21 +106,32 @@ class RefreshHarness(Elaboratable):
         write = fire & (p.op == Op.WRITE) & Mux(is_kv, p.addr < kv_words, p.addr < qo_words)
         release = fire & (p.op == Op.RELEASE)
 
-        def hits(address, n):           # bit r: ``address`` lies in row r
-            return Cat(*(((address >= r * rw) & (address < (r + 1) * rw)) for r in range(n)))
+        # A word makes every row of its liveness block live: ``B`` consecutive rows of its
+        # class, KV blocks from row 0, QO blocks from ``qo_base`` (the first row a QO word can
+        # be in).
+        B = cfg.live_block_rows
+        qo_base = kv_words // rw
+
+        def block_first(r, first):      # the first row of row r's block, in a class from first
+            return first + (r - first) // B * B
+
+        def hits(address, n, first):    # bit r: ``address`` lies in row r's block
+            return Cat(*((address >= block_first(r, first) * rw)
+                         & (address < (block_first(r, first) + B) * rw) if r >= first
+                         else Const(0) for r in range(n)))
 
         kv_rows = cfg.bank_rows["relaxed"]                       # a KV word's row: a // rw
         kv = Signal(kv_rows, name="h_kv_live")
         kv_next = Signal(kv_rows, name="h_kv_next")
         m.d.comb += kv_next.eq(Mux(release & is_kv, 0,
-                                   kv | Mux(write & is_kv, hits(p.addr, kv_rows), 0)))
+                                   kv | Mux(write & is_kv, hits(p.addr, kv_rows, 0), 0)))
         m.d.sync += kv.eq(kv_next)
         live, live_next = kv, kv_next
         if bank == "standard":                                   # QO words too, at kv_words + a
             qo = Signal(R, name="h_qo_live")
             qo_next = Signal(R, name="h_qo_next")
             m.d.comb += qo_next.eq(Mux(release & ~is_kv, 0, qo | Mux(
-                write & ~is_kv, hits(p.addr + kv_words, R), 0)))
+                write & ~is_kv, hits(p.addr + kv_words, R, qo_base), 0)))
             m.d.sync += qo.eq(qo_next)
             pad = Const(0, R - kv_rows)
             live, live_next = Cat(kv, pad) | qo, Cat(kv_next, pad) | qo_next
@@ -168,17 +179,40 @@ class RefreshHarness(Elaboratable):
             with m.If(s_row == r):
                 m.d.comb += [Assert(after_previous), Assert(s_wait == to_slot),
                              Assert(s_frac == (r * T) % R)]
+        if dut.intervals[bank] >= 2 * R:
+            # The staged scheduler's successor registers hold the successor of its pointer,
+            # except in the cycle after a slot (which is never a slot), when they load it.
+            after = internal(fragment, sched, "after_slot")
+            n_row, n_frac, n_wait = (internal(fragment, sched, f"succ_{x}")
+                                     for x in ("row", "frac", "wait"))
+            for r in range(R):
+                last = r == R - 1
+                succ = (0, 0, T - offset[-1] - 1) if last else \
+                    (r + 1, ((r + 1) * T) % R, offset[r + 1] - offset[r] - 1)
+                with m.If(s_row == r):
+                    with m.If(after):
+                        m.d.comb += Assert(phase == (offset[r - 1] + 1) % T)
+                    with m.Else():
+                        m.d.comb += [Assert(n_row == succ[0]), Assert(n_frac == succ[1]),
+                                     Assert(n_wait == succ[2])]
         # -- strengthening: the controller's liveness is the harness's ----------------------
         row_live = internal(fragment, "", f"row_live_{bank}")
         # (its bits with its one-entry write stage, which holds its group's bits)
+        # (one bit per block, each the liveness of its block's first row; the harness's rows
+        # of a block agree)
+        kv_firsts = range(0, kv_rows, B)
         m.d.comb += [Assert(row_live == live.bit_select(s_row, 1)),
-                     Assert(internal(fragment, "", "kv_live_now", "comb") == kv),
+                     Assert(internal(fragment, "", "kv_live_now", "comb")
+                            == Cat(*(kv[r] for r in kv_firsts))),
                      Assert(internal(fragment, "", "live_stage_covers", "comb"))]
+        m.d.comb += [Assert(kv[r] == kv[block_first(r, 0)]) for r in range(kv_rows)]
         if bank == "standard":
-            qo_base = kv_words // rw           # the controller keeps QO bits from this row on
-            if R > qo_base:
+            qo_firsts = range(qo_base, R, B)   # the controller keeps QO bits from qo_base on
+            if qo_words and R > qo_base:
                 m.d.comb += Assert(internal(fragment, "", "qo_live_now", "comb")
-                                   == qo[qo_base:])
+                                   == Cat(*(qo[r] for r in qo_firsts)))
+                m.d.comb += [Assert(qo[r] == qo[block_first(r, qo_base)])
+                             for r in range(qo_base, R)]
             if qo_base:
                 m.d.comb += Assert(qo[:qo_base] == 0)
         return m
