@@ -256,14 +256,16 @@ def register_match(cell: Cell, info: CellInfo, netlist: Netlist, buffers, lookup
                 key, (toggles, duty) = match
                 return key, toggles, duty, inv != cand_inv
     # A synthesis that names flip-flops after their register ("count_reg[3]", "count[3]")
-    # gives the state itself.
+    # gives the register's value, D as the flip-flop loads it.
     match = lookup([cell.name, re.sub(r"_reg(\[\d+\])?$", r"\1", cell.name)])
     # Else the register's name as synthesis recorded it before mapping (an inverter on Q that
-    # ABC merged away took it off the nets): the state itself.
+    # ABC merged away took it off the nets): the register's value too. It is the library's
+    # state where the state loads D, its complement where it loads !D (ASAP7's DFFHQN:
+    # ``ff (IQN, IQNN) { next_state : "!D" }``, QN = IQN).
     match = match or lookup(netlist.register_names.get(cell.name, []))
     if match:
         key, (toggles, duty) = match
-        return key, toggles, duty, False
+        return key, toggles, duty, info.data_inverted
     return None
 
 

@@ -396,6 +396,38 @@ def test_register_matched_by_its_name_before_mapping(tmp_path):
     assert run.pin_activity[flop] == pytest.approx((0.01, 0.1))   # QN: the state inverted
 
 
+#: The same register on ASAP7, whose flip-flop's state loads !D and drives QN as it is.
+UNNAMED_REGISTER_ASAP7 = """
+module m(clk, d, y);
+  input clk, d;
+  output y;
+  wire qn;
+  DFFHQNx1_ASAP7_75t_R slice_7 (.CLK(clk), .D(d), .QN(qn));
+  INVx1_ASAP7_75t_R _1_ (.A(qn), .Y(y));
+endmodule
+"""
+
+
+@pytest.mark.tool
+def test_register_name_before_mapping_on_a_qn_only_flop(tmp_path):
+    """ASAP7's DFFHQN (state IQN = !D, QN = IQN): the register's value is D, so QN carries
+    its complement, in the duty and in the per-cycle trace (a polarity lost here inverted
+    every such register's state in the power runs and the clock-gating holds)."""
+    cells = pdk_cell_library(_pdk_or_skip("asap7"))
+    (tmp_path / "m.json").write_text(json.dumps(yosys_json(UNNAMED_REGISTER_ASAP7)))
+    (tmp_path / "m.registers.json").write_text(json.dumps(_pre_mapping_json("$_DFF_P_")))
+    netlist = read_netlist(tmp_path / "m.json", "m")
+    trace = "1"                        # the register is 1 in the first of 16 cycles only
+    run = rewrite.rewrite_module(netlist, None, cells, activity={
+        "signals": {"d": (0.3, 0.5), "st": (0.01, 0.9)},
+        "traces": {"st": [trace]}, "trace_cycles": 16})
+    assert run.annotated.get("registers annotated") == 1
+    flop = next(k for k in run.pin_activity if k.endswith("/QN"))
+    assert run.pin_activity[flop][1] == pytest.approx(0.1)      # QN: the state inverted
+    out = next(k for k in run.pin_activity if k.endswith("/Y"))
+    assert run.pin_activity[out][1] == pytest.approx(1 / 16)    # y = st, replayed
+
+
 @pytest.mark.tool
 def test_black_box_memory_is_cut_out():
     """A memory black box (no Liberty cell): its outputs become sources, no crash, no power."""
