@@ -11,7 +11,8 @@ STAMP := $(VENV)/.installed
 DEBIAN_TOOLS := iverilog:iverilog sta:opensta
 PYTEST_WORKERS ?= 2
 
-.PHONY: gen test test-slow lint bench clean setup synth report ranges depth mutate prove calibrate
+.PHONY: gen test test-slow lint bench clean setup synth report ranges depth mutate prove calibrate \
+	shield-break-even
 
 setup: $(STAMP)
 
@@ -102,6 +103,12 @@ depth: $(STAMP)
 calibrate: $(STAMP)
 	for c in pim_small pim_small_bitserial pim_paper pim_paper_bitserial; do $(BIN)/memwall synth $$c --pdk asap7 || exit 1; done
 	$(BIN)/python -m memwall.families.pim.calibrate
+
+# SHIELD's net saving against array size (128 KiB .. 16 MiB), KV fraction and controller clock:
+# synthesises a controller per size and clock (about a minute each) and writes
+# reports/shield/break_even.{md,json}.
+shield-break-even: $(STAMP)
+	$(BIN)/python -m memwall.families.shield.break_even
 
 clean:
 	rm -rf build sim_build
