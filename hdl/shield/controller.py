@@ -377,9 +377,9 @@ class ShieldController(wiring.Component):
     accesses also the relaxed bank. The Refresh-less Bank is never refreshed. Liveness is kept
     per class in blocks of ``live_block_rows`` rows (``kv_words`` may share a standard-bank row
     with QO words: the row stays live while either class's block is): a write makes its row's
-    whole block live. The bits load a word at a time from a one-entry write stage, and only when
-    a block first becomes live, so they hold (and clock-gate) under one enable per word
-    (:class:`_Liveness`). The controller keeps no refresh counters (the testbench counts the
+    whole block live. Each word of the bits loads from a one-entry write stage of its own, and
+    only when a block first becomes live, so they hold (and clock-gate) under one enable per
+    word (:class:`_Liveness`). The controller keeps no refresh counters (the testbench counts the
     ``<bank>_ref`` strobes the banks see): a 32-bit event counter per bank would clock 64
     flip-flops every cycle for an observability feature.
 

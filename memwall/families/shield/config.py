@@ -64,11 +64,10 @@ HARDWARE_FIELDS = ("format", "kv_words", "qo_words", "row_words", "t_std_us", "t
                    "clock_mhz", "live_block_rows")
 
 #: Most rows of the Standard Refresh Bank (``ceil((kv_words + qo_words) / row_words)``). The
-#: controller keeps a liveness flip-flop per row and class (set through a two-level row
-#: decoder, read through a rows-to-1 multiplexer) at ``live_block_rows = 1``, so the rows, not
-#: the words, set its size;
-#: generation time grows linearly with them. This bound is the range
-#: ``benchmarks/config_ranges.py`` measures (shield_2mb: 4096 rows).
+#: controller keeps a liveness flip-flop and a stage flip-flop per block of ``live_block_rows``
+#: rows and class (read through a blocks-to-1 multiplexer), so at ``live_block_rows = 1`` the
+#: rows, not the words, set its size; generation time grows linearly with them. This bound is
+#: the range ``benchmarks/config_ranges.py`` measures (shield_2mb: 4096 rows).
 MAX_ROWS = 1 << 14
 
 
