@@ -104,18 +104,23 @@ def test_a_pass_that_ran_no_mutant_is_an_error():
 
 def test_sampled_mutants_of_a_shield_module_are_killed(tmp_path):
     """A few seeded mutants of SHIELD's standard-row refresh scheduler: each must be killed by
-    the SHIELD regression (one worker: this test already runs beside others); the record
-    the run saves holds each kill."""
+    the SHIELD regression or proved equivalent (one worker: this test already runs beside
+    others); the record the run saves holds each kill. Two of the three are equivalent at
+    shield_small's 16 rows: the Bresenham remainder's wrap select (its two sides agree modulo
+    16, the register's width) and bit 1 of the down-counter's decrement (never 1 below a
+    gap of 2)."""
     module = "refresh_scheduler_interval45_rows16"
     (entry,) = mutate("shield_small", [module], count=3, workers=1, write_report=False,
                       root=tmp_path / "work", record_root=tmp_path / "kept")
     assert entry["status"] == "ok" and entry["tests"] > 0
-    assert entry["mutants"] == 3 and entry["killed"] == 3, entry["survivors"]
+    assert entry["mutants"] == 3 and entry["surviving"] == 0, entry["survivors"]
+    assert entry["killed"] >= 1 and entry["killed"] + entry["equivalent"] == 3
     kept = json.loads(record_path("shield_small", tmp_path / "kept").read_text())
     assert kept["coverage"]["key"] and kept["control"]["result"]["status"] == "survived"
     runs = [entry["runs"] for entry in kept["modules"][module].values()]
-    assert len(runs) == 3 and all(any(run["status"] in ("killed", "timeout")
-                                      for run in r.values()) for r in runs)
+    assert len(runs) == 3
+    assert sum(any(run["status"] in ("killed", "timeout") for run in r.values())
+               for r in runs) == entry["killed"]
 
 
 # ``top`` ties its child's input to 5 (0101).

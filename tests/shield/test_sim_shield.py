@@ -83,7 +83,7 @@ def test_shield_broken_schedule_is_detected(cfg):
 
 @pytest.mark.sim
 def test_shield_refresh_power(cfg, tmp_path):
-    """(c) all rows live for 100 T_rel: RTL counters x row energy reproduce P_SHIELD and eta."""
+    """(c) all rows live for 100 T_rel: refreshes issued x row energy reproduce P_SHIELD, eta."""
     out = tmp_path / "power.json"
     simulate(ShieldController(cfg), TOP_NAME, TB,
              {"config": config_params(cfg), "relaxed_intervals": 100, "out": str(out)},
@@ -96,7 +96,7 @@ def test_shield_refresh_power(cfg, tmp_path):
 
 @pytest.mark.sim
 def test_shield_run_trace(cfg):
-    """(d) the example trace through the RTL: refresh counters vs golden expected_refresh_counts.
+    """(d) the example trace through the RTL: its refreshes vs golden expected_refresh_counts.
 
     On the trace as the RTL ran it (its accepted-command cycles, stalls included) the golden
     schedule gives exactly the RTL counts (the testbench asserts it; repeated here). On the

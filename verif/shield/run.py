@@ -3,7 +3,7 @@
 :func:`run_trace` generates :class:`~memwall.hdl.shield.controller.ShieldController` for a config,
 and runs the ``run_trace`` test of :mod:`memwall.verif.shield.tb_controller` through the shared
 :func:`~memwall.verif.common.runner.simulate`: the trace is driven one word per cycle into
-eDRAM bank models, the refresh schedule, retention bound and refresh counters are checked as in
+eDRAM bank models, the refresh schedule and the retention bound are checked as in
 the regression, and the figures are written to a JSON file whose path this function chooses
 (a temporary folder, passed in ``params``) and reads back, since ``simulate`` deletes the run
 folder of a passing run.

@@ -490,7 +490,7 @@ async def retention_stress(tb: ShieldTestbench, epochs: int) -> None:
 
 @cocotb.test()
 async def refresh_power(dut):
-    """(c) Every row live for >= 100 relaxed intervals: counters x row energy = P_SHIELD."""
+    """(c) Every row live for >= 100 relaxed intervals: refreshes x row energy = P_SHIELD."""
     p, cfg, tb = await _setup(dut)
     for a in range(cfg.kv_words):
         await tb.write("kv", a)
@@ -537,7 +537,7 @@ def executed_trace(log: list[tuple[int, str, str, int]], last: int, clock_mhz: f
     Golden cycle ``c`` is RTL cycle ``c``: a word written in cycle ``a`` is live from ``a + 1``
     in both; an RTL release in cycle ``a`` kills from ``a + 1``, a golden release at cursor
     ``a + 1``; the golden trace spans cycles ``0 .. last`` (cycle 0 idle), so it counts
-    refreshes in cycles ``1 .. last`` as the RTL counters do.
+    refreshes in cycles ``1 .. last`` as the testbench counts the RTL's.
     """
     steps, cursor = [], 0
 

@@ -197,9 +197,8 @@ class RefreshHarness(Elaboratable):
                                      Assert(n_wait == succ[2])]
         # -- strengthening: the controller's liveness is the harness's ----------------------
         row_live = internal(fragment, "", f"row_live_{bank}")
-        # (its bits with its one-entry write stage, which holds its group's bits)
-        # (one bit per block, each the liveness of its block's first row; the harness's rows
-        # of a block agree)
+        # (its bits with their write stages, one bit per block, each the liveness of its
+        # block's first row; the harness's rows of a block agree)
         kv_firsts = range(0, kv_rows, B)
         m.d.comb += [Assert(row_live == live.bit_select(s_row, 1)),
                      Assert(internal(fragment, "", "kv_live_now", "comb")
