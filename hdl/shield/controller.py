@@ -24,8 +24,7 @@ from memwall.families.shield.config import ShieldConfig
 from memwall.hdl.common.netlist import unique_submodule
 
 __all__ = ["Op", "Cls", "RefreshScheduler", "ResponseQueue", "ShieldController", "BANKS",
-           "REFRESHED_BANKS", "TOP_NAME", "build_top", "schedule_offset", "request_layout",
-           "one_hot", "predecode"]
+           "REFRESHED_BANKS", "TOP_NAME", "build_top", "schedule_offset", "request_layout"]
 
 TOP_NAME = "shield_controller"
 #: the three eDRAM banks, in port order
@@ -61,35 +60,6 @@ def request_layout(cfg: ShieldConfig) -> data.StructLayout:
 def _width(count: int) -> int:
     """Bits of an index into ``count`` items (at least 1, so empty banks keep legal ports)."""
     return max(1, ceil_log2(max(count, 1)))
-
-
-def one_hot(m: Module, index: Signal, count: int, name: str):
-    """``count`` bits, bit ``i`` high when ``index == i``: a two-level predecoder.
-
-    The index's low and high halves are decoded apart (about ``2 sqrt(count)`` comparators,
-    held in signals ``<name>_lo``/``<name>_hi`` so each is built once) and bit ``i`` is the AND
-    of one line of each, as in an SRAM row decoder. Built from whole-vector operations, so its
-    netlist (and the time to generate, simulate and synthesise it) stays linear in ``count``;
-    a per-bit ``bit_select`` assignment becomes a ``count``-way switch instead. ``index`` has
-    ``ceil_log2(count)`` bits or more; an index ``>= count`` selects no bit.
-    """
-    lo, hi = predecode(m, index, count, name)
-    return Cat(*(lo & hi[h].replicate(len(lo)) for h in range(len(hi))))[:count]
-
-
-def predecode(m: Module, index: Signal, count: int, name: str) -> tuple[Signal, Signal]:
-    """The two line sets of :func:`one_hot`: ``lo`` (``2**lo_bits`` lines, one per value of the
-    index's low half) and ``hi`` (one per group of ``len(lo)`` consecutive indices below
-    ``count``); index ``i`` is ``lo[i % len(lo)] & hi[i // len(lo)]``."""
-    width = len(index)
-    if width < ceil_log2(count):
-        raise ValueError(f"index of {width} bits cannot address {count} bits")
-    lo_bits = ceil_log2(count) // 2
-    lo = Signal(1 << lo_bits, name=f"{name}_lo")
-    hi = Signal(-(-count >> lo_bits), name=f"{name}_hi")
-    m.d.comb += [lo.eq(Cat(*(index[:lo_bits] == i for i in range(len(lo))))),
-                 hi.eq(Cat(*(index[lo_bits:] == h for h in range(len(hi)))))]
-    return lo, hi
 
 
 class RefreshScheduler(wiring.Component):
@@ -173,12 +143,10 @@ class RefreshScheduler(wiring.Component):
             # pointer and remainder then load from registers under the slot alone (a hold
             # multiplexer a clock gate can take; an adder in front of them made them toggle
             # their clock pins every cycle), and ``next_row`` is a multiplexer, not an adder.
-            f0 = (row0 * T) % R
-            if row0 == R - 1:
-                succ0 = (0, 0, T - schedule_offset(R - 1, R, T) - 1)
-            else:
-                carry0 = f0 + step_frac >= R
-                succ0 = (row0 + 1, f0 + step_frac - R * carry0, step - 1 + carry0)
+            # Their value in cycle 1: row0's successor, from the schedule itself.
+            nxt0 = (row0 + 1) % R
+            succ0 = (nxt0, (nxt0 * T) % R,
+                     (schedule_offset(nxt0, R, T) - schedule_offset(row0, R, T) - 1) % T)
             n_row = Signal(range(R), name="succ_row", init=succ0[0])
             n_frac = Signal(range(R), name="succ_frac", init=succ0[1])
             n_wait = Signal(range(wait_max), name="succ_wait", init=succ0[2])

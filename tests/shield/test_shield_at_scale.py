@@ -8,8 +8,7 @@ import warnings
 from contextlib import contextmanager
 
 import pytest
-from amaranth.hdl import Module, Signal, UnusedElaboratable
-from amaranth.sim import Simulator
+from amaranth.hdl import UnusedElaboratable
 
 from memwall.config import config_from_dict, load_config
 from memwall.families.shield import controller_cost as cc
@@ -23,7 +22,7 @@ from memwall.families.shield.workloads import (
 from memwall.golden.shield import refresh as s
 from memwall.golden.shield.trace import load_trace
 from memwall.hdl.common.netlist import Design
-from memwall.hdl.shield.controller import TOP_NAME, build_top, one_hot
+from memwall.hdl.shield.controller import TOP_NAME, build_top
 
 ACTIVITY = ("cocotb power workload (shield_controller; Verilator VCD): VCD toggle rates and "
             "static probabilities on input ports")
@@ -178,32 +177,6 @@ def test_power_workloads_run_the_synthesised_top():
     assert trace.cycles(big.clock_mhz) * scale == pytest.approx(full.cycles(big.clock_mhz),
                                                                 rel=1e-3)
     assert idle_share(trace) == pytest.approx(idle_share(full), abs=1e-4)
-
-
-@pytest.mark.parametrize(("count", "width"), [(1, 0), (1, 2), (6, 3), (11, 4), (16, 4),
-                                              (16, 6), (64, 6)])
-def test_one_hot_decoder(count, width):
-    """Bit i for index i; no bit for an index >= count (all values of the index)."""
-    m = Module()
-    index = Signal(width)
-    out = Signal(count)
-    m.d.comb += out.eq(one_hot(m, index, count, "dec"))
-    seen = []
-
-    async def bench(ctx):
-        for value in range(1 << width):
-            ctx.set(index, value)
-            seen.append((value, ctx.get(out)))
-
-    sim = Simulator(m)
-    sim.add_testbench(bench)
-    sim.run()
-    assert seen == [(v, 1 << v if v < count else 0) for v in range(1 << width)]
-
-
-def test_one_hot_rejects_a_narrow_index():
-    with _unelaborated(), pytest.raises(ValueError, match="cannot address"):
-        one_hot(Module(), Signal(3), 9, "dec")
 
 
 def test_controller_rtl_grows_linearly_with_rows():
