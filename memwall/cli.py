@@ -19,6 +19,7 @@ from memwall.command import (
     UsageError,
     fraction,
     jobs_int,
+    output_path,
     margin_ps,
     mutant_count,
     output_folder,
@@ -37,6 +38,38 @@ from memwall.sweep import RAY_INSTALL, SweepError
 __all__ = ["main"]
 
 
+_CONFIG_HELP = "config name (configs/<name>.yaml) or path to a .yaml file"
+
+
+def _add_config(parser: argparse.ArgumentParser) -> None:
+    """The config of every command that takes one: positional, or ``--config`` (the older
+    spelling, kept as an alias). :func:`_settle_config` checks that exactly one was given."""
+    parser.add_argument("config", nargs="?", help=_CONFIG_HELP)
+    parser.add_argument("--config", dest="config_option", metavar="CONFIG",
+                        help="the same as the positional config (an alias)")
+
+
+def _settle_config(args) -> None:
+    """``args.config`` from the positional or ``--config``; a usage error without one, or
+    with two that differ."""
+    if not hasattr(args, "config_option"):
+        return
+    given, option = args.config, args.config_option
+    if given is not None and option is not None and given != option:
+        raise UsageError(f"config given twice, as {given!r} and --config {option!r}; give it "
+                         "once (positional, or --config)")
+    args.config = given if given is not None else option
+    if args.config is None:
+        raise UsageError(f"{args.command}: no config given; name one ({_CONFIG_HELP}), e.g. "
+                         f"'memwall {args.command}{' ' + args.unit if getattr(args, 'unit', None) else ''} "
+                         f"<config>'; 'memwall configs' lists the named configs")
+
+
+def _dispatch(args) -> None:
+    _settle_config(args)
+    args.func(args)
+
+
 def _load(name: str, unit: str | None = None):
     cfg = load_config(name)
     if unit is not None and cfg.unit_name != unit:
@@ -50,7 +83,8 @@ def cmd_gen(args) -> None:
     cfg = _load(args.config)
     out_root = output_folder(args.out)
     start = time.perf_counter()
-    out = generate(cfg, out_root)
+    with Progress(plain=True if args.quiet else None) as progress:
+        out = generate(cfg, out_root, progress)
     elapsed = time.perf_counter() - start
     modules = len(list((out / "rtl").glob("*.v")))
     print(f"memwall: wrote {out}/ ({modules} modules) in {elapsed:.2f} s")
@@ -69,9 +103,29 @@ def cmd_units(args) -> None:
 
 
 def cmd_family(args) -> None:
-    """``memwall <verb> <unit>``: the family's command with its config loaded."""
+    """``memwall <verb> <unit>``: the family's command with its config loaded; ``run``'s
+    simulations under ``--build``, their waveforms kept at ``--waves``."""
     fam = family(args.unit)
-    fam.commands[args.verb].run(args, _load(args.config, args.unit))
+    cfg = _load(args.config, args.unit)
+    if args.verb != "run":
+        fam.commands[args.verb].run(args, cfg)
+        return
+    from memwall.verif.common.runner import WAVE_FORMATS, default_sim, run_options
+
+    waves = None
+    if args.waves is not None:
+        sim = args.sim or default_sim()
+        waves = output_path(args.waves, "--waves").resolve()
+        if waves.suffix != WAVE_FORMATS[sim]:
+            raise UsageError(f"--waves {args.waves}: {sim} writes {WAVE_FORMATS[sim]} "
+                             f"waveforms; name the file *{WAVE_FORMATS[sim]} (or choose the "
+                             "simulator with --sim: " + ", ".join(
+                                 f"{s} {suffix}" for s, suffix in WAVE_FORMATS.items()) + ")")
+    build = output_folder(args.build, "--build").resolve() if args.build is not None else None
+    with run_options(build_root=build, waves=waves) as kept:
+        fam.commands[args.verb].run(args, cfg)
+    for path in kept:
+        print(f"memwall: waveform {path}")
 
 
 def cmd_synth(args) -> None:
@@ -236,7 +290,7 @@ def _add_family_commands(sub) -> None:
         for name, fam in owners.items():
             command = fam.commands[verb]
             parser = units.add_parser(name, help=command.help, description=command.help)
-            parser.add_argument("--config", required=True, help="config name or .yaml path")
+            _add_config(parser)
             command.add_arguments(parser)
             if verb == "run":
                 parser.add_argument("--sim", choices=["icarus", "verilator"], default=None,
@@ -245,6 +299,13 @@ def _add_family_commands(sub) -> None:
                                     default=DEFAULT_MAX_SIM_CYCLES,
                                     help="refuse a workload that needs more simulated cycles "
                                          f"(default {DEFAULT_MAX_SIM_CYCLES:,})")
+                parser.add_argument("--waves", metavar="PATH", default=None,
+                                    help="keep the simulation's waveform there (.fst with "
+                                         "icarus, .vcd with verilator; a second simulation "
+                                         "of the command at PATH's stem + .2, ...)")
+                parser.add_argument("--build", metavar="DIR", default=None,
+                                    help="simulation build folder (default: "
+                                         "$MEMWALL_SIM_BUILD, else build/sim in the checkout)")
             parser.set_defaults(func=cmd_family, verb=verb)
 
 
@@ -260,8 +321,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     gen = sub.add_parser("gen", help="generate RTL and flow files for a config")
-    gen.add_argument("config", help="config name (configs/<name>.yaml) or path to a .yaml file")
-    gen.add_argument("--out", default="build", help="output root (default: build)")
+    _add_config(gen)
+    gen.add_argument("--out", default=str(BUILD_ROOT),
+                     help="output root (default: build/ in the checkout, where synth looks)")
+    gen.add_argument("--quiet", action="store_true",
+                     help="plain progress lines, as when stderr is not a terminal")
     gen.set_defaults(func=cmd_gen)
 
     configs = sub.add_parser("configs", help="list the named configs")
@@ -273,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_family_commands(sub)
 
     synth = sub.add_parser("synth", help="synthesis, timing and power of a config on a PDK")
-    synth.add_argument("config", help="config name or .yaml path")
+    _add_config(synth)
     synth.add_argument("--pdk", required=True, choices=sorted(PLATFORMS),
                        help="platform under $MEMWALL_PDK_ROOT (default ../shared/pdk)")
     synth.add_argument("--jobs", type=jobs_int, default=2,
@@ -305,7 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     synth.set_defaults(func=cmd_synth)
 
     prove_p = sub.add_parser("prove", help="prove the config's formal properties (SymbiYosys)")
-    prove_p.add_argument("config", help="config name or .yaml path")
+    _add_config(prove_p)
     prove_p.add_argument("--only", nargs="+", metavar="PROPERTY",
                          help="only these properties (default: all the family declares)")
     prove_p.add_argument("--workers", type=jobs_int, default=None,
@@ -319,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     mutate_p = sub.add_parser("mutate", help="mutation score of the family's regression on "
                                              "each module of the config (reports/mutation.md)")
-    mutate_p.add_argument("config", help="config name or .yaml path")
+    _add_config(mutate_p)
     mutate_p.add_argument("--module", nargs="+", metavar="M",
                           help="only these modules (default: every module of the config)")
     mutate_p.add_argument("--max", type=mutant_count, default=20, metavar="N",
@@ -392,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
         except SystemExit as exc:   # --help (0) or a usage error (2), already printed
             return exc.code if isinstance(exc.code, int) else 2
         checkpoint("start-up")
-        return exit_status(args.func, args, _tool_failures())
+        return exit_status(_dispatch, args, _tool_failures())
 
     return guarded(command)
 

@@ -24,12 +24,13 @@ from memwall.hdl.common.netlist import Design
 __all__ = ["generate", "build_design"]
 
 
-def build_design(cfg) -> tuple[Design, str]:
-    """The config's family's top (:attr:`memwall.family.Family.build_top`), deduplicated."""
+def build_design(cfg, on_module=None) -> tuple[Design, str]:
+    """The config's family's top (:attr:`memwall.family.Family.build_top`), deduplicated;
+    ``on_module(name)`` is called as each module is built."""
     from memwall.family import family
 
     top_name, top = family(cfg.unit_name).build_top(cfg)
-    design = Design()
+    design = Design(on_module)
     design.add_top(top, top_name)
     return design, top_name
 
@@ -136,9 +137,17 @@ def _keep_results(final: Path, staging: Path, hashes: dict) -> None:
             (final / folder).rename(staging / folder)
 
 
-def generate(cfg, out_root: Path = Path("build")) -> Path:
-    """Write ``out_root/<cfg.name>/``; returns that folder."""
-    design, top = build_design(cfg)
+def generate(cfg, out_root: Path = Path("build"), progress=None) -> Path:
+    """Write ``out_root/<cfg.name>/``; returns that folder. With a
+    :class:`memwall.progress.Progress`, the modules show as they are elaborated, then the one
+    Yosys run that writes their Verilog."""
+    if progress is None:
+        design, top = build_design(cfg)
+    else:
+        with progress.task(f"gen {cfg.name}: elaborate") as task:
+            design, top = build_design(cfg, on_module=task.advance)
+        progress.log(f"gen {cfg.name}: {len(design.module_names)} modules; writing their "
+                     "Verilog (one Yosys run)")
     created_root = not out_root.exists()
     out_root.mkdir(parents=True, exist_ok=True)
     final = out_root / cfg.name

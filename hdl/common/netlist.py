@@ -132,7 +132,9 @@ def _parse_ports(text: str, name: str) -> tuple[Port, ...]:
 class Design:
     """The set of unique Verilog modules reached from one or more top components."""
 
-    def __init__(self):
+    def __init__(self, on_module=None):
+        #: Called with each module's name once it is built (a progress display's hook).
+        self.on_module = on_module
         self._by_key: dict[tuple[str, str], ModuleInfo] = {}
         self._names: set[str] = set()
         self._order: list[str] = []            # module names, children before parents
@@ -234,6 +236,8 @@ class Design:
             self._emitting.pop()
             _current_design.reset(token)
         self._order.append(name)
+        if self.on_module is not None:
+            self.on_module(name)
         return info
 
     def _check_cells(self, text: str, name: str) -> None:

@@ -219,16 +219,86 @@ def test_model_shield_json(capsys):
     assert 0 < result["eta"] < 1
 
 
+def test_golden_shield_writes_the_models_figures(tmp_path, capsys):
+    out = tmp_path / "golden.json"
+    assert main(["golden", "shield", "shield_small", "--trace", SHIELD_TRACE,
+                 "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["model", "shield", "shield_small", "--trace", SHIELD_TRACE, "--json"]) == 0
+    assert json.loads(out.read_text()) == json.loads(capsys.readouterr().out)
+
+
 @pytest.mark.sim
 def test_run_shield_matches_model(tmp_path, capsys):
-    out = tmp_path / "run.json"
-    assert main(["run", "shield", "--config", "shield_small", "--trace", SHIELD_TRACE,
-                 "--out", str(out)]) == 0
+    out, waves, build = tmp_path / "run.json", tmp_path / "w.fst", tmp_path / "sim"
+    assert main(["run", "shield", "shield_small", "--trace", SHIELD_TRACE, "--out", str(out),
+                 "--sim", "icarus", "--waves", str(waves), "--build", str(build)]) == 0
     rtl = json.loads(out.read_text())
     assert rtl["rtl"]["data_errors"] == 0
     # Refresh stalls lengthen the RTL run a little; power (counts / time) agrees within 1 %.
     assert abs(rtl["p_shield"] / rtl["model"]["p_shield"] - 1) < 0.01
     assert abs(rtl["eta"] - rtl["model"]["eta"]) < 0.01
+    # run writes every key golden writes, measured, and what the simulation saw beside them.
+    golden = tmp_path / "golden.json"
+    assert main(["golden", "shield", "shield_small", "--trace", SHIELD_TRACE,
+                 "--out", str(golden)]) == 0
+    assert set(json.loads(golden.read_text())) | {"rtl", "model"} == set(rtl)
+    # The waveform is kept where asked, the build is under --build, and the deleted run log
+    # is never named.
+    captured = capsys.readouterr()
+    assert waves.is_file() and waves.read_bytes()[:1] != b"$"   # FST, not VCD text
+    assert f"memwall: waveform {waves.resolve()}" in captured.out
+    assert [p.name for p in build.iterdir() if p.name.startswith("shield_controller-")]
+    assert "sim.log" not in captured.err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["model", "shield", "shield_small", "--config", "shield_2mb"], ["config given twice"]),
+    (["model", "shield"], ["no config given", "memwall model shield <config>"]),
+    (["synth", "--pdk", "asap7"], ["no config given"]),
+])
+def test_the_config_is_given_once(argv, words, capsys):
+    assert main([*argv, "--trace", SHIELD_TRACE] if argv[0] == "model" else argv) == 2
+    err = capsys.readouterr().err
+    assert all(w in err for w in words), err
+
+
+@pytest.mark.parametrize("command", [
+    ["gen"], ["synth", "--pdk", "asap7"], ["prove"], ["mutate"],
+    ["model", "shield", "--trace", "t.yaml"], ["golden", "pim", "--inputs", "a", "--out", "b"],
+    ["run", "shield", "--trace", "t.yaml", "--out", "b"]])
+def test_every_command_takes_the_config_positional_or_as_option(command):
+    from memwall.cli import _settle_config, build_parser
+
+    parser = build_parser()
+    for argv in ([*command, "shield_small"], [*command, "--config", "shield_small"],
+                 [*command, "shield_small", "--config", "shield_small"]):
+        args = parser.parse_args(argv)
+        _settle_config(args)
+        assert args.config == "shield_small", argv
+
+
+def test_gen_and_synth_share_the_default_build_root():
+    from memwall.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["gen", "dplena32"]).out == \
+        parser.parse_args(["synth", "dplena32", "--pdk", "asap7"]).build == str(paths.BUILD)
+
+
+def test_gen_shows_its_modules_as_they_are_built(tmp_path, capsys):
+    assert main(["gen", "shield_small", "--out", str(tmp_path), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "gen shield_small: elaborate: shield_controller" in err
+    assert "writing their Verilog (one Yosys run)" in err
+
+
+def test_run_refuses_a_waveform_name_of_the_other_format(tmp_path, capsys):
+    out = tmp_path / "run.json"
+    assert main(["run", "shield", "shield_small", "--trace", SHIELD_TRACE, "--out", str(out),
+                 "--sim", "verilator", "--waves", str(tmp_path / "w.fst")]) == 2
+    assert "verilator writes .vcd waveforms" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("trace, words", [

@@ -12,6 +12,7 @@ passing runs are deleted.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -29,9 +30,11 @@ from memwall.boundary import checkpoint
 from memwall.hdl.common.netlist import Design
 
 __all__ = ["simulate", "simulate_for_result", "SimulationFailed", "setup_verilator",
-           "SIMULATORS", "default_sim", "log_tail"]
+           "SIMULATORS", "WAVE_FORMATS", "default_sim", "log_tail", "run_options"]
 
 SIMULATORS = ("icarus", "verilator")
+#: The waveform each simulator writes: its file suffix.
+WAVE_FORMATS = {"icarus": ".fst", "verilator": ".vcd"}
 SIM_BUILD_ROOT = Path(os.environ.get("MEMWALL_SIM_BUILD", paths.BUILD / "sim"))
 PARAMS_ENV = "MEMWALL_TB_PARAMS"
 #: Set by ``memwall mutate`` (:mod:`memwall.mutate`): a mutant to put in place of its module,
@@ -42,6 +45,43 @@ COVERAGE_ENV = "MEMWALL_MUTATION_COVERAGE"
 
 class SimulationFailed(AssertionError):
     pass
+
+
+@dataclasses.dataclass
+class _RunOptions:
+    """What ``memwall run`` sets for the simulations of one command (:func:`run_options`)."""
+    build_root: Path | None = None
+    waves: Path | None = None
+    kept: list[Path] = dataclasses.field(default_factory=list)
+
+
+_OPTIONS = _RunOptions()
+
+
+@contextlib.contextmanager
+def run_options(build_root: Path | None = None, waves: Path | None = None):
+    """For the block: simulations build under ``build_root`` (default ``$MEMWALL_SIM_BUILD``
+    or ``build/sim`` in the checkout), and :func:`simulate_for_result` keeps each run's
+    waveform at ``waves`` (a second run of the block at ``<stem>.2<suffix>``, and so on).
+    Yields the list of waveform files kept so far."""
+    saved = (_OPTIONS.build_root, _OPTIONS.waves, _OPTIONS.kept)
+    _OPTIONS.build_root = None if build_root is None else Path(build_root)
+    _OPTIONS.waves = None if waves is None else Path(waves)
+    _OPTIONS.kept = []
+    try:
+        yield _OPTIONS.kept
+    finally:
+        _OPTIONS.build_root, _OPTIONS.waves, _OPTIONS.kept = saved
+
+
+def _next_waves() -> Path | None:
+    if _OPTIONS.waves is None:
+        return None
+    n = len(_OPTIONS.kept) + 1
+    path = _OPTIONS.waves if n == 1 else \
+        _OPTIONS.waves.with_name(f"{_OPTIONS.waves.stem}.{n}{_OPTIONS.waves.suffix}")
+    _OPTIONS.kept.append(path)
+    return path
 
 
 def log_tail(path: Path, lines: int = 40) -> str:
@@ -115,7 +155,7 @@ def _write_sources(component, top_name: str, sim: str, tag: str) -> tuple[Path, 
         text = design.verilog()
     digest = hashlib.sha1(text.encode()).hexdigest()[:12]
     # One folder per (design, simulator, test): parallel workers never share a build.
-    build_dir = SIM_BUILD_ROOT / f"{top_name}-{digest}-{sim}-{tag}"
+    build_dir = (_OPTIONS.build_root or SIM_BUILD_ROOT) / f"{top_name}-{digest}-{sim}-{tag}"
     build_dir.mkdir(parents=True, exist_ok=True)
     source = build_dir / f"{top_name}.v"
     if sim == "icarus":
@@ -143,6 +183,7 @@ def simulate(component, top_name: str, test_module: str, params: dict | None = N
         seed = int(os.environ.get("COCOTB_RANDOM_SEED", random.SystemRandom().randrange(2**31)))
     tag = test_module.rsplit(".", 1)[-1] + (f"-{testcase}" if testcase else "") \
         + ("-waves" if keep_waves else "")   # power runs never share a build with a test
+    print(f"memwall: {top_name} [{sim}]: writing its Verilog", file=sys.stderr, flush=True)
     build_dir, source = _write_sources(component, top_name, sim, tag)
     build_args = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC"] if sim == "verilator" else []
     runner = get_runner(sim)
@@ -152,6 +193,8 @@ def simulate(component, top_name: str, test_module: str, params: dict | None = N
     try:
         with _exclusive(build_dir):
             checkpoint("build")
+            print(f"memwall: {top_name} [{sim}]: building the simulation in {build_dir} "
+                  f"(log {build_log.name} there)", file=sys.stderr, flush=True)
             runner.build(sources=[source], hdl_toplevel=top_name, build_dir=build_dir,
                          waves=True, timescale=("1ns", "1ps"), build_args=build_args,
                          log_file=build_log)
@@ -161,8 +204,9 @@ def simulate(component, top_name: str, test_module: str, params: dict | None = N
     test_dir = Path(tempfile.mkdtemp(prefix=f"run-{seed}-", dir=build_dir))
     results = test_dir / "results.xml"
     sim_log = test_dir / "sim.log"
-    print(f"memwall: {top_name} [{sim}] {test_module} seed={seed} "
-          f"(rerun with COCOTB_RANDOM_SEED={seed}); log {sim_log}", file=sys.stderr)
+    # The run's log is deleted when it passes, so its path is named only on failure.
+    print(f"memwall: {top_name} [{sim}]: simulating {test_module} seed={seed} "
+          f"(rerun with COCOTB_RANDOM_SEED={seed})", file=sys.stderr, flush=True)
     # In a file, not the environment: a GEMM's operands exceed the kernel's limit on one
     # environment string (128 KiB: "Argument list too long").
     params_file = test_dir / "params.json"
@@ -210,7 +254,7 @@ def simulate_for_result(component, top_name: str, test_module: str, params: dict
     try:
         out = out_dir / "result.json"
         simulate(component, top_name, test_module, {**params, "out": str(out)}, sim=sim,
-                 seed=seed, testcase=testcase)
+                 seed=seed, testcase=testcase, keep_waves=_next_waves())
         return json.loads(out.read_text())
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
