@@ -19,10 +19,10 @@ from memwall.command import (
     UsageError,
     fraction,
     jobs_int,
-    output_path,
     margin_ps,
     mutant_count,
     output_folder,
+    output_path,
     positive_int,
 )
 from memwall.config import available_configs, load_config
@@ -60,9 +60,10 @@ def _settle_config(args) -> None:
                          "once (positional, or --config)")
     args.config = given if given is not None else option
     if args.config is None:
+        command = " ".join(filter(None, (args.command, getattr(args, "unit", None))))
         raise UsageError(f"{args.command}: no config given; name one ({_CONFIG_HELP}), e.g. "
-                         f"'memwall {args.command}{' ' + args.unit if getattr(args, 'unit', None) else ''} "
-                         f"<config>'; 'memwall configs' lists the named configs")
+                         f"'memwall {command} <config>'; 'memwall configs' lists the named "
+                         "configs")
 
 
 def _dispatch(args) -> None:
