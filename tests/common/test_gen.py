@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memwall import gen, paths
+from memwall import gen, orfs, paths
 from memwall.config import load_config
 from memwall.gen import generate
 from memwall.verif.common.runner import setup_verilator
@@ -26,7 +26,8 @@ TOP = "dplena_core"
 CONFIGS = paths.REPO / "configs"
 MODULE_DEF = re.compile(r"^module\s+\\?([^\s(]+)\s*\(", re.M)
 AUTO_NAME = re.compile(r"\$auto\$\S*?\$\d+")
-FLOW_FILES = {"filelist.f", "constraint.sdc", "config.mk", "manifest.json"}
+FLOW_FILES = {"filelist.f", "constraint.sdc", "config.mk", "manifest.json",
+              *(orfs.sdc_name(p) for p in orfs.TIME_UNIT_PS)}
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +114,41 @@ def test_constraint_clock_period(out32, tmp_path):
     # The clock changes the constraints only, not the RTL.
     assert {k: v for k, v in _tree(out).items() if k.startswith("rtl/")} == \
            {k: v for k, v in _tree(out32).items() if k.startswith("rtl/")}
+
+
+def _sdc_period(text: str) -> float:
+    (value,) = re.findall(r"^set clk_period ([0-9.eE+-]+)$", text, re.M)
+    return float(value)
+
+
+@pytest.mark.parametrize("platform", sorted(orfs.TIME_UNIT_PS))
+def test_each_platforms_sdc_is_in_its_liberty_time_unit(out32, platform):
+    """ORFS reads an SDC in the platform's Liberty time unit (ASAP7: ps): the unit memwall writes
+    in is the one the platform's standard-cell Liberty states, and the number is the config's
+    clock on that platform."""
+    from memwall.flows.pdk import find_pdk
+
+    assert orfs.TIME_UNIT_PS[platform] == find_pdk(platform).time_unit_ps
+    period_ps = _sdc_period((out32 / orfs.sdc_name(platform)).read_text()) \
+        * orfs.TIME_UNIT_PS[platform]
+    assert period_ps == pytest.approx(1e3 * load_config("dplena32").clock_period_ns_on(platform),
+                                      rel=1e-6)
+
+
+def test_config_mk_picks_the_platforms_sdc_and_refuses_another_platform(out32, tmp_path):
+    if shutil.which("make") is None:
+        pytest.skip("make not installed")
+    (tmp_path / "Makefile").write_text(f"include {out32 / 'config.mk'}\nshow:\n"
+                                       "\t@echo $(SDC_FILE) $(CORE_UTILIZATION) $(PLACE_DENSITY)\n")
+    for platform in orfs.TIME_UNIT_PS:
+        run = subprocess.run(["make", "-s", "show", f"PLATFORM={platform}"], cwd=tmp_path,
+                             capture_output=True, text=True, check=True)
+        sdc, utilisation, density = run.stdout.split()
+        assert Path(sdc).resolve() == (out32 / orfs.sdc_name(platform)).resolve()
+        assert 0 < float(utilisation) < 100 and 0 < float(density) < 1
+    run = subprocess.run(["make", "-s", "show", "PLATFORM=gf180"], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert run.returncode != 0 and "no SDC for PLATFORM=gf180" in run.stderr
 
 
 def test_config_mk(out32):
@@ -266,11 +302,12 @@ def test_failure_leaves_nothing(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("target", ["_core", "_config_mk", "_tool_versions"])
-def test_failure_keeps_previous_output(tmp_path, monkeypatch, target):
+@pytest.mark.parametrize("owner, target", [(gen, "_core"), (orfs, "config_mk"),
+                                           (orfs, "platform_sdc"), (gen, "_tool_versions")])
+def test_failure_keeps_previous_output(tmp_path, monkeypatch, owner, target):
     out = generate(load_config("dplena32"), out_root=tmp_path)
     before = _tree(tmp_path)
-    monkeypatch.setattr(gen, target, _raise)
+    monkeypatch.setattr(owner, target, _raise)
     with pytest.raises(_Boom):
         generate(load_config("dplena32"), out_root=tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == [out.name]  # no .dplena32.* staging left
