@@ -79,8 +79,11 @@ prove: $(STAMP)
 	    $(if $(RAY),--ray $(RAY)) || status=$$?; done; \
 	$(BIN)/python -m memwall.strength && exit $$status
 
+# ruff on the sources, then every shipped config's generated RTL through Verilator
+# --lint-only -Wall with its lint.vlt, one module at a time (memwall/lint.py).
 lint: $(STAMP)
 	$(BIN)/ruff check memwall hdl golden verif flows tests
+	$(BIN)/python -m memwall.lint
 
 # Records generation time of the families' paper configs, then writes each family's own report
 # (reports/<family>/: d-PLENA sampling-step cycles, SHIELD power model); figures, not gates.

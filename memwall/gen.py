@@ -20,10 +20,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from memwall import orfs
+from memwall import lint, orfs
 from memwall.hdl.common.netlist import Design
 
-__all__ = ["generate", "build_design"]
+__all__ = ["generate", "build_design", "LINT_WAIVERS"]
+
+#: Verilator's waivers for the forms of Amaranth's and Yosys's output (:mod:`memwall.lint`).
+LINT_WAIVERS = lint.WAIVERS
 
 
 def build_design(cfg, on_module=None) -> tuple[Design, str]:
@@ -61,16 +64,21 @@ def _core(cfg, top: str, files: list[str]) -> str:
             "    files:\n"
             "      - constraint.sdc\n"
             "    file_type: SDC\n"
+            "  lint_waivers:\n"
+            "    files:\n"
+            f"      - {LINT_WAIVERS}\n"
+            "    file_type: vlt\n"
             "targets:\n"
             "  default:\n"
             "    filesets: [rtl, constraints]\n"
             f"    toplevel: {top}\n"
             "  lint:\n"
             "    default_tool: verilator\n"
-            "    filesets: [rtl]\n"
+            "    filesets: [lint_waivers, rtl]\n"
             "    tools:\n"
             "      verilator:\n"
             "        mode: lint-only\n"
+            "        verilator_options: [-Wall]\n"
             f"    toplevel: {top}\n")
 
 
@@ -120,6 +128,7 @@ def generate(cfg, out_root: Path = Path("build"), progress=None) -> Path:
             "constraint.sdc": orfs.neutral_sdc(cfg, top),
             **{orfs.sdc_name(p): orfs.platform_sdc(cfg, top, p) for p in sorted(orfs.TIME_UNIT_PS)},
             "config.mk": orfs.config_mk(cfg, top, files),
+            LINT_WAIVERS: lint.waivers({rel: (staging / rel).read_text() for rel in files}),
             f"{cfg.name}.core": _core(cfg, top, files),
         }
         for rel, text in outputs.items():

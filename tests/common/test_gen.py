@@ -11,23 +11,21 @@ import re
 import shutil
 import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import yaml
 
-from memwall import gen, orfs, paths
+from memwall import gen, lint, orfs, paths
 from memwall.config import load_config
 from memwall.gen import generate
-from memwall.verif.common.runner import setup_verilator
 
 TOP = "dplena_core"
 CONFIGS = paths.REPO / "configs"
 MODULE_DEF = re.compile(r"^module\s+\\?([^\s(]+)\s*\(", re.M)
 AUTO_NAME = re.compile(r"\$auto\$\S*?\$\d+")
 FLOW_FILES = {"filelist.f", "constraint.sdc", "config.mk", "manifest.json",
-              *(orfs.sdc_name(p) for p in orfs.TIME_UNIT_PS)}
+              gen.LINT_WAIVERS, *(orfs.sdc_name(p) for p in orfs.TIME_UNIT_PS)}
 
 
 @pytest.fixture(scope="module")
@@ -336,63 +334,13 @@ def test_failure_in_rtl_writing_keeps_previous_output(tmp_path, monkeypatch):
 
 # --- Verilator lint ------------------------------------------------------------------------------
 
-def _lint(out, *flags: str) -> tuple[subprocess.CompletedProcess, float]:
-    setup_verilator()
+def test_lint_every_module_of_dplena2048(out2048):
+    """Every unique module of the biggest paper config, linted once at its full width with all
+    warnings and the core's waivers (the whole flattened design is ~10^7 gates; dplena32 above
+    is linted whole)."""
     start = time.perf_counter()
-    # filelist.f holds paths relative to the output folder, so lint from there.
-    run = subprocess.run(["verilator", "--lint-only", *flags, "--top-module", TOP,
-                          "-f", "filelist.f"], cwd=out, capture_output=True, text=True)
-    return run, time.perf_counter() - start
-
-
-def test_lint_dplena32(out32):
-    run, _ = _lint(out32, "-Wno-fatal")
-    log = run.stdout + run.stderr
-    assert run.returncode == 0, log
-    assert "%Error" not in log
-
-
-_PORT = re.compile(r"^\s*(input|output|inout)\b[^;]*;", re.M)
-
-
-def _stub(text: str, module: str) -> str:
-    """A module's ports only: what its parent's lint needs of it. (Its file may hold
-    Amaranth's own submodules too; only the module's own block counts.)"""
-    block = re.search(rf"^module\s+\\?{re.escape(module)}\s*\(.*?^endmodule", text,
-                      re.S | re.M).group(0)
-    header = block[:block.index(";") + 1]
-    ports = "\n".join(m.group(0).strip() for m in _PORT.finditer(block))
-    return f"{header}\n/* verilator lint_off UNDRIVEN */\n{ports}\nendmodule\n"
-
-
-def _lint_module(out: Path, module: str, children: list[str], work: Path) -> str:
-    """Lint one module with its children as port-only stubs: each unique module is linted
-    once, at its size, instead of elaborating the whole flattened design."""
-    folder = work / module
-    folder.mkdir()
-    files = [out / "rtl" / f"{module}.v"]
-    for child in children:
-        stub = folder / f"{child}.v"
-        stub.write_text(_stub((out / "rtl" / f"{child}.v").read_text(), child))
-        files.append(stub)
-    run = subprocess.run(["verilator", "--lint-only", "-Wno-fatal", "--top-module", module,
-                          *map(str, files)], capture_output=True, text=True)
-    log = run.stdout + run.stderr
-    return "" if run.returncode == 0 and "%Error" not in log else f"{module}:\n{log[-3000:]}"
-
-
-def test_lint_every_module_of_dplena2048(out2048, tmp_path):
-    """Every unique module of the biggest paper config, linted once at its full width (the
-    whole flattened design is ~10^7 gates; dplena32 above is linted whole)."""
-    setup_verilator()
-    manifest = json.loads((out2048 / "manifest.json").read_text())
-    hierarchy = manifest["hierarchy"]
-    start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        problems = [p for p in pool.map(
-            lambda m: _lint_module(out2048, m, sorted(hierarchy.get(m, {})), tmp_path),
-            manifest["modules"]) if p]
-    print(f"verilator --lint-only, {len(manifest['modules'])} modules of dplena2048: "
+    problems = lint.lint_core(out2048, per_module=True)
+    print(f"verilator --lint-only -Wall, every module of dplena2048: "
           f"{time.perf_counter() - start:.1f} s")
     assert not problems, "\n".join(problems)
 
@@ -402,13 +350,7 @@ def test_lint_every_module_of_dplena2048(out2048, tmp_path):
 def test_lint_every_module_of_family(config, tmp_path):
     """The eDRAM PIM controller and PU, rDXE's tile group and KVNAND's plane, each module
     once, at the regression and paper sizes."""
-    setup_verilator()
-    out = generate(load_config(config), tmp_path / "out")
-    manifest = json.loads((out / "manifest.json").read_text())
-    hierarchy = manifest["hierarchy"]
-    (tmp_path / "lint").mkdir()
-    problems = [p for m in manifest["modules"]
-                if (p := _lint_module(out, m, sorted(hierarchy.get(m, {})), tmp_path / "lint"))]
+    problems = lint.lint_core(generate(load_config(config), tmp_path / "out"), per_module=True)
     assert not problems, "\n".join(problems)
 
 
