@@ -79,7 +79,7 @@ def _load(name: str, unit: str | None = None):
 
 
 def cmd_gen(args) -> None:
-    from memwall.gen import generate
+    from memwall import generate
 
     cfg = _load(args.config)
     out_root = output_folder(args.out)

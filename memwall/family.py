@@ -155,6 +155,9 @@ class Family:
     regression_tests
         The pytest files (paths from the checkout) of the family's RTL regression: what
         ``memwall mutate`` runs against each mutant of the family's modules.
+    examples
+        ``() -> {file name: {array name: array}}``: the example inputs of its commands, which
+        ``python -m memwall.examples`` writes to ``examples/<name>/<file name>``; or None.
     """
     name: str
     summary: str
@@ -171,6 +174,7 @@ class Family:
     bench_configs: Sequence[str] = field(default_factory=tuple)
     properties: Callable[[Any], Sequence[Any]] | None = None
     regression_tests: Sequence[str] = field(default_factory=tuple)
+    examples: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None
 
     def __post_init__(self):
         unknown = sorted(set(self.commands) - set(COMMAND_VERBS))

@@ -61,8 +61,8 @@ _OPTIONS = _RunOptions()
 @contextlib.contextmanager
 def run_options(build_root: Path | None = None, waves: Path | None = None):
     """For the block: simulations build under ``build_root`` (default ``$MEMWALL_SIM_BUILD``
-    or ``build/sim`` in the checkout), and :func:`simulate_for_result` keeps each run's
-    waveform at ``waves`` (a second run of the block at ``<stem>.2<suffix>``, and so on).
+    or ``build/sim`` in the checkout), and :func:`simulate` keeps each run's waveform at
+    ``waves`` (a second run of the block at ``<stem>.2<suffix>``, and so on).
     Yields the list of waveform files kept so far."""
     saved = (_OPTIONS.build_root, _OPTIONS.waves, _OPTIONS.kept)
     _OPTIONS.build_root = None if build_root is None else Path(build_root)
@@ -179,6 +179,8 @@ def simulate(component, top_name: str, test_module: str, params: dict | None = N
     sim = sim or default_sim()
     if sim == "verilator":
         setup_verilator()
+    if keep_waves is None:   # memwall run --waves (run_options): every run's waveform kept
+        keep_waves = _next_waves()
     if seed is None:
         seed = int(os.environ.get("COCOTB_RANDOM_SEED", random.SystemRandom().randrange(2**31)))
     tag = test_module.rsplit(".", 1)[-1] + (f"-{testcase}" if testcase else "") \
@@ -254,7 +256,7 @@ def simulate_for_result(component, top_name: str, test_module: str, params: dict
     try:
         out = out_dir / "result.json"
         simulate(component, top_name, test_module, {**params, "out": str(out)}, sim=sim,
-                 seed=seed, testcase=testcase, keep_waves=_next_waves())
+                 seed=seed, testcase=testcase)
         return json.loads(out.read_text())
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)

@@ -13,6 +13,7 @@ FAMILY = Family(
             "masked select, MXFP8 dequantiser, sequencer (VLEN 512-2048)",
     config_class=DplenaConfig,
     build_top=lazy("memwall.hdl.dplena.core:build_top"),
+    examples=lazy("memwall.families.dplena.examples:arrays"),
     golden={name: lazy(f"memwall.golden.dplena.sampling:{name}")
             for name in ("sample_step_hw", "sample_step_reference", "prepare_logits")},
     power_workloads=lazy("memwall.families.dplena.workloads:power_workloads"),

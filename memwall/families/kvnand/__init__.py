@@ -15,6 +15,7 @@ FAMILY = Family(
             "design-space model of a KV cache in flash",
     config_class=KvnandConfig,
     build_top=lazy("memwall.hdl.kvnand.core:build_top"),
+    examples=lazy("memwall.families.kvnand.examples:arrays"),
     golden={"bch_encode": lazy("memwall.golden.kvnand.bch:encode"),
             "pe_gemv": lazy("memwall.golden.kvnand.pe:gemv"),
             "pe_logit": lazy("memwall.golden.kvnand.pe:logit"),

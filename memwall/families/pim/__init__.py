@@ -15,6 +15,7 @@ FAMILY = Family(
             "processing unit, behavioural 2T eDRAM macro",
     config_class=PimConfig,
     build_top=lazy("memwall.hdl.pim.core:build_top"),
+    examples=lazy("memwall.families.pim.examples:arrays"),
     golden={"simulate": lazy("memwall.golden.pim.macro:simulate"),
             "energy": lazy("memwall.golden.pim.macro:energy"),
             "search": lazy("memwall.golden.pim.schedule:search"),

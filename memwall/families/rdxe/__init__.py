@@ -15,6 +15,7 @@ FAMILY = Family(
             "GQA over VLINK, ring-pipeline model",
     config_class=RdxeConfig,
     build_top=lazy("memwall.hdl.rdxe.core:build_top"),
+    examples=lazy("memwall.families.rdxe.examples:arrays"),
     golden={name: lazy(f"memwall.golden.rdxe.datapath:{name}")
             for name in ("rmsnorm_gemv", "attention", "qk_scores", "softmax_pv")},
     power_workloads=lazy("memwall.families.rdxe.workloads:power_workloads"),
