@@ -23,10 +23,7 @@ from pathlib import Path
 from memwall import lint, orfs
 from memwall.hdl.common.netlist import Design
 
-__all__ = ["generate", "build_design", "LINT_WAIVERS"]
-
-#: Verilator's waivers for the forms of Amaranth's and Yosys's output (:mod:`memwall.lint`).
-LINT_WAIVERS = lint.WAIVERS
+__all__ = ["generate", "build_design"]
 
 
 def build_design(cfg, on_module=None) -> tuple[Design, str]:
@@ -66,7 +63,7 @@ def _core(cfg, top: str, files: list[str]) -> str:
             "    file_type: SDC\n"
             "  lint_waivers:\n"
             "    files:\n"
-            f"      - {LINT_WAIVERS}\n"
+            f"      - {lint.WAIVERS}\n"
             "    file_type: vlt\n"
             "targets:\n"
             "  default:\n"
@@ -128,7 +125,7 @@ def generate(cfg, out_root: Path = Path("build"), progress=None) -> Path:
             "constraint.sdc": orfs.neutral_sdc(cfg, top),
             **{orfs.sdc_name(p): orfs.platform_sdc(cfg, top, p) for p in sorted(orfs.TIME_UNIT_PS)},
             "config.mk": orfs.config_mk(cfg, top, files),
-            LINT_WAIVERS: lint.waivers({rel: (staging / rel).read_text() for rel in files}),
+            lint.WAIVERS: lint.waivers({rel: (staging / rel).read_text() for rel in files}),
             f"{cfg.name}.core": _core(cfg, top, files),
         }
         for rel, text in outputs.items():

@@ -22,6 +22,9 @@ the RTL around macros.
 
 from __future__ import annotations
 
+# The flow times module boundaries with the same share of the period for the I/O paths.
+from memwall.flows.sta import IO_BUDGET
+
 __all__ = ["TIME_UNIT_PS", "MACRO_FAMILY", "sdc_name", "platform_sdc", "neutral_sdc",
            "config_mk"]
 
@@ -32,8 +35,6 @@ MACRO_FAMILY = {"asap7": "fakeram7", "nangate45": "fakeram45", "sky130hd": None}
 #: Floorplan starting points.
 CORE_UTILIZATION = 40
 PLACE_DENSITY = 0.60
-#: Share of the clock period given to the inputs' and outputs' external paths.
-IO_SHARE = 0.2
 
 
 def sdc_name(platform: str) -> str:
@@ -48,8 +49,8 @@ def _constraints() -> str:
     return ("create_clock -name clk -period $clk_period [get_ports clk]\n"
             "set non_clock_inputs [lsearch -inline -all -not -exact [all_inputs] "
             "[get_ports clk]]\n"
-            f"set_input_delay [expr {{{IO_SHARE} * $clk_period}}] -clock clk $non_clock_inputs\n"
-            f"set_output_delay [expr {{{IO_SHARE} * $clk_period}}] -clock clk [all_outputs]\n")
+            f"set_input_delay [expr {{{IO_BUDGET} * $clk_period}}] -clock clk $non_clock_inputs\n"
+            f"set_output_delay [expr {{{IO_BUDGET} * $clk_period}}] -clock clk [all_outputs]\n")
 
 
 def platform_sdc(cfg, top: str, platform: str) -> str:

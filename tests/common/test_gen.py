@@ -25,7 +25,7 @@ CONFIGS = paths.REPO / "configs"
 MODULE_DEF = re.compile(r"^module\s+\\?([^\s(]+)\s*\(", re.M)
 AUTO_NAME = re.compile(r"\$auto\$\S*?\$\d+")
 FLOW_FILES = {"filelist.f", "constraint.sdc", "config.mk", "manifest.json",
-              gen.LINT_WAIVERS, *(orfs.sdc_name(p) for p in orfs.TIME_UNIT_PS)}
+              lint.WAIVERS, *(orfs.sdc_name(p) for p in orfs.TIME_UNIT_PS)}
 
 
 @pytest.fixture(scope="module")
