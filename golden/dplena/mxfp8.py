@@ -6,7 +6,9 @@ E4M3 (``float8_e4m3fn``: bias 7, no inf, ``S.1111.111`` = NaN, max normal 448, m
 2**-9) and ``S`` is the E8M0 byte (unsigned biased exponent, bias 127, ``0xFF`` = NaN, no zero,
 no sign, so the representable scales are 2**-127 .. 2**127).
 
-Bit patterns are held in ``uint8`` arrays, as the HBM stream and the RTL see them.
+Bit patterns are held in ``uint8`` arrays, as the HBM stream and the RTL see them. The
+conversion is :mod:`memwall.golden.dplena.mx`'s, the one rule of every MX format; this module
+is its E4M3 instance, with the format's particulars.
 
 Quantisation (:func:`quantize`) follows the conversion of the spec (Sec. 6.3) as implemented by
 its authors' reference library (microsoft/microxcaling, ``_quantize_mx``):
@@ -60,10 +62,9 @@ Dequantisation (:func:`dequantize`) is the behaviour the RTL dequantiser impleme
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
-from memwall.golden.common.formats import BF16, round_to_bf16
+from memwall.golden.dplena import mx
 
 __all__ = [
     "BLOCK",
@@ -77,36 +78,27 @@ __all__ = [
     "quantize",
 ]
 
-BLOCK = 32
+FORMAT = mx.FORMATS["mxfp8_e4m3"]
+BLOCK = mx.BLOCK
 """Elements per MX block (OCP MX v1.0 fixes k = 32 for MXFP8)."""
-EMAX_ELEM = 8
+EMAX_ELEM = FORMAT.emax
 """Exponent of the largest normal E4M3 value (448 = 1.75 * 2**8)."""
-SCALE_BIAS = 127
-SCALE_NAN = 0xFF
-SCALE_MIN_EXP = -127
-SCALE_MAX_EXP = 127
-ELEM_NAN = 0x7F
-ELEM_MAX = 448.0
+SCALE_BIAS = mx.SCALE_BIAS
+SCALE_NAN = mx.SCALE_NAN
+SCALE_MIN_EXP = mx.SCALE_MIN_EXP
+SCALE_MAX_EXP = mx.SCALE_MAX_EXP
+ELEM_NAN = FORMAT.nan_code
+ELEM_MAX = FORMAT.max_normal
 
 
 def num_blocks(n: int) -> int:
     """Number of MX blocks (and scale bytes) for ``n`` elements: ``ceil(n / 32)``."""
-    return -(-int(n) // BLOCK)
-
-
-def _blocked(a: np.ndarray, fill) -> np.ndarray:
-    """View ``(..., N)`` as ``(..., nb, 32)``, padding the last block with ``fill``."""
-    n = a.shape[-1]
-    nb = num_blocks(n)
-    pad = nb * BLOCK - n
-    if pad:
-        widths = [(0, 0)] * (a.ndim - 1) + [(0, pad)]
-        a = np.pad(a, widths, constant_values=fill)
-    return a.reshape(a.shape[:-1] + (nb, BLOCK))
+    return mx.num_blocks(n)
 
 
 def quantize(x) -> tuple[np.ndarray, np.ndarray]:
-    """Quantise to MXFP8 (E4M3 elements, one E8M0 scale per 32 elements of the last axis).
+    """Quantise to MXFP8 (E4M3 elements, one E8M0 scale per 32 elements of the last axis):
+    :func:`memwall.golden.dplena.mx.quantize` at ``mxfp8_e4m3``.
 
     Parameters
     ----------
@@ -125,40 +117,12 @@ def quantize(x) -> tuple[np.ndarray, np.ndarray]:
     -----
     Rounding, saturation, zero and NaN/inf rules are in the module docstring.
     """
-    x = np.asarray(x)
-    if not (np.issubdtype(x.dtype, np.floating) or x.dtype == ml_dtypes.bfloat16):
-        raise TypeError(f"quantize: expected a floating-point array, got dtype {x.dtype}")
-    x = x.astype(np.float32)
-    if x.ndim == 0:
-        raise ValueError("quantize: expected at least one axis (..., N), got a scalar")
-    n = x.shape[-1]
-    # Pad with +0: it changes neither the block max nor any element.
-    xb = _blocked(x, 0.0)
-    absmax = np.max(np.abs(xb), axis=-1, initial=0.0)  # NaN propagates, as wanted
-    bad = ~np.isfinite(absmax)
-    # frexp: absmax = m * 2**e, m in [0.5, 1) -> floor(log2(absmax)) = e - 1, exact also for
-    # float32 subnormals. A zero max gets the reference's log2(FP32_MIN_NORMAL) = -126.
-    _, e = np.frexp(np.where(bad, 1.0, absmax).astype(np.float64))
-    floor_log2 = np.where(absmax == 0, -126, e.astype(np.int64) - 1)
-    shared = np.clip(floor_log2 - EMAX_ELEM, SCALE_MIN_EXP, SCALE_MAX_EXP)
-    scales = np.where(bad, SCALE_NAN, shared + SCALE_BIAS).astype(np.uint8)
-
-    # x / 2**shared as x * 2**-shared, exact in float32 (see module docstring); 2**-shared lies
-    # in [2**-119, 2**127], all float32 normals.
-    inv = np.ldexp(np.float32(1.0), (-shared).astype(np.int32)).astype(np.float32)
-    y = xb * inv[..., None]
-    # Saturate before the cast: ml_dtypes maps E4M3-fn overflow to NaN. Clipping at 448 and then
-    # rounding equals RNE-then-saturate since 448 is representable.
-    with np.errstate(invalid="ignore"):
-        y = np.clip(y, -ELEM_MAX, ELEM_MAX)
-    elems = y.astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
-    elems = np.where(bad[..., None], np.uint8(ELEM_NAN), elems)
-    elems = elems.reshape(elems.shape[:-2] + (-1,))[..., :n]
-    return np.ascontiguousarray(elems, dtype=np.uint8), scales
+    return mx.quantize(x, FORMAT)
 
 
 def dequantize(elements, scales) -> np.ndarray:
-    """Decode MXFP8 to BF16 bit patterns, exactly as the RTL dequantiser does.
+    """Decode MXFP8 to BF16 bit patterns, exactly as the RTL dequantiser does
+    (:func:`memwall.golden.dplena.mx.dequantize` at ``mxfp8_e4m3``).
 
     Parameters
     ----------
@@ -173,25 +137,4 @@ def dequantize(elements, scales) -> np.ndarray:
         BF16 bit patterns: ``RNE_bf16(element * 2**(scale - 127))``; NaN element or NaN scale
         gives ``0x7FC0``. See the module docstring for exactness, subnormals and overflow.
     """
-    elements = np.asarray(elements)
-    scales = np.asarray(scales)
-    if elements.dtype != np.uint8 or scales.dtype != np.uint8:
-        raise TypeError(f"dequantize: expected uint8 bit patterns, got {elements.dtype} and "
-                        f"{scales.dtype}")
-    if elements.ndim == 0:
-        raise ValueError("dequantize: expected elements of shape (..., N), got a scalar")
-    n = elements.shape[-1]
-    want = elements.shape[:-1] + (num_blocks(n),)
-    if scales.shape != want:
-        raise ValueError(f"dequantize: scales shape {scales.shape} does not match elements "
-                         f"shape {elements.shape}; expected {want}")
-    vals = _blocked(elements, 0).view(ml_dtypes.float8_e4m3fn).astype(np.float32)
-    # 2**(S-127) for S in 0..254 spans 2**-127 (a float32 subnormal, exact) .. 2**127.
-    s = scales.astype(np.int32)
-    pow2 = np.ldexp(np.float32(1.0), np.where(s == SCALE_NAN, 0, s - SCALE_BIAS)).astype(np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        prod = vals * pow2[..., None]  # exact unless |prod| >= 2**128 (-> inf, still correct)
-    prod = np.where((s == SCALE_NAN)[..., None], np.float32(np.nan), prod)
-    prod = prod.reshape(prod.shape[:-2] + (-1,))[..., :n]
-    bits = round_to_bf16(prod).view(np.uint16)
-    return BF16.canonicalize_nan(bits)
+    return mx.dequantize(elements, scales, FORMAT)

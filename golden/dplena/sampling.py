@@ -52,7 +52,8 @@ from memwall.golden.common.fparith import (
     reduce_sum,
 )
 from memwall.golden.common.transcendental import bf16_exp, bf16_recip
-from memwall.golden.dplena.mxfp8 import dequantize, quantize
+from memwall.golden.dplena import mx
+from memwall.golden.dplena.mx import FORMATS as MX_FORMATS
 from memwall.inputs import ArraySpec, InputError, load_npz
 
 __all__ = [
@@ -75,8 +76,9 @@ __all__ = [
 
 NEG_INF_BF16 = 0xFF80
 """BF16 -inf: what an invalid (not masked) position holds in the top-k unit."""
-LOGITS_FORMATS = ("bf16", "mxfp8", "mxfp8_e4m3")
-"""Accepted ``fmt`` of :func:`prepare_logits` (``mxfp8_e4m3`` is the config's spelling)."""
+LOGITS_FORMATS = ("bf16", "mxfp8", *MX_FORMATS)
+"""Accepted ``fmt`` of :func:`prepare_logits`: ``bf16``, and every MX format of
+:mod:`memwall.golden.dplena.mx` (``mxfp8`` is ``mxfp8_e4m3``, the shipped dequantiser's)."""
 _INT32_MAX = np.iinfo(np.int32).max
 STABLE_MAX_MODES = ("two_pass", "fused")
 """``stable_max`` structures of the sampling core (config key of the same name)."""
@@ -324,8 +326,12 @@ def masked_select(mask, a, b) -> np.ndarray:
 
 # --- one sampling step -----
 
-def sample_step_reference(logits, x, mask_id: int, k) -> dict[str, np.ndarray]:
-    """One LLaDA low-confidence-remasking step in float64 (Algorithm 1, Method 1).
+def sample_step_reference(logits, x, mask_id: int, k, *, temperature: float = 0.0,
+                          seed: int = 0, step: int = 0) -> dict[str, np.ndarray]:
+    """One LLaDA low-confidence-remasking step in float64 (Algorithm 1, Method 1); with
+    ``temperature > 0``, x0 drawn by the Gumbel-max trick from the core's noise at (``seed``,
+    ``step``) (:func:`memwall.golden.dplena.noise.noisy_x0`), its confidence still the clean
+    softmax probability.
 
     Parameters
     ----------
@@ -350,6 +356,13 @@ def sample_step_reference(logits, x, mask_id: int, k) -> dict[str, np.ndarray]:
     k = _as_k(k, z.shape[0])
     mask_index = x == mask_id
     x0, x0_p = method1_confidence(z)
+    if temperature != 0:
+        from memwall.golden.dplena.noise import noisy_x0
+
+        x0 = noisy_x0(z, temperature, seed, step)
+        with np.errstate(invalid="ignore", over="ignore"):
+            e = np.exp(z - np.max(z, axis=-1, keepdims=True))
+            x0_p = np.take_along_axis(e, x0[..., None], axis=-1)[..., 0] / e.sum(axis=-1)
     x0 = np.where(mask_index, x0, x).astype(np.int64)
     confidence = np.where(mask_index, x0_p, -np.inf)
     transfer = _topk_stable(confidence, k)
@@ -473,11 +486,12 @@ def prepare_logits(logits, fmt: str) -> np.ndarray:
     Parameters
     ----------
     logits : array_like of float32 (float16 also accepted, exact), shape (..., V)
-    fmt : {"bf16", "mxfp8", "mxfp8_e4m3"}
-        HBM format. ``"bf16"``: RNE float32 -> BF16 by the host. ``"mxfp8"``: quantised to
-        MXFP8 (blocks of 32 along V, :func:`memwall.golden.dplena.mxfp8.quantize`) and expanded by
-        the RTL dequantiser (:func:`memwall.golden.dplena.mxfp8.dequantize`); note that MXFP8 cannot
-        hold inf, so an infinite logit turns its whole 32-block into NaN.
+    fmt : one of :data:`LOGITS_FORMATS`
+        HBM format. ``"bf16"``: RNE float32 -> BF16 by the host. An MX format (``"mxfp8"`` is
+        ``"mxfp8_e4m3"``): quantised (blocks of 32 along V,
+        :func:`memwall.golden.dplena.mx.quantize`) and expanded by the dequantiser
+        (:func:`memwall.golden.dplena.mx.dequantize`); no MX format keeps an inf, so an
+        infinite logit turns its whole 32-block into NaN.
 
     Returns
     -------
@@ -491,8 +505,9 @@ def prepare_logits(logits, fmt: str) -> np.ndarray:
     a = a.astype(np.float32)
     if fmt == "bf16":
         return BF16.canonicalize_nan(round_to_bf16(a).view(np.uint16))
-    if fmt in ("mxfp8", "mxfp8_e4m3"):
-        return dequantize(*quantize(a))
+    if fmt in LOGITS_FORMATS:
+        fmt = "mxfp8_e4m3" if fmt == "mxfp8" else fmt
+        return mx.dequantize(*mx.quantize(a, fmt), fmt)
     raise ValueError(f"fmt: {fmt!r} is not a logits format; allowed: {', '.join(LOGITS_FORMATS)}")
 
 
