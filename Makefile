@@ -12,7 +12,7 @@ DEBIAN_TOOLS := iverilog:iverilog sta:opensta
 PYTEST_WORKERS ?= 2
 
 .PHONY: gen test test-slow lint bench clean setup synth report ranges depth mutate prove calibrate \
-	shield-break-even
+	shield-break-even agreement
 
 setup: $(STAMP)
 
@@ -40,9 +40,10 @@ synth: $(STAMP)
 	$(BIN)/memwall synth $(CONFIG) --pdk $(PDK)
 
 # Runs the flow on every config x PDK of the report matrix that has no metrics yet, then
-# writes reports/area_power.{md,csv} and the plots. The flows run side by side in worker
-# processes (WORKERS=N; default: the CPUs / 2, each flow running 2 Yosys jobs), or as Ray tasks
-# with RAY=local|auto|host:port (the `ray` extra; the build folder shared by every node).
+# writes reports/area_power.{md,csv}, the plots and reports/paper_vs_ours.md. The flows run side
+# by side in worker processes (WORKERS=N; default: the CPUs / 2, each flow running 2 Yosys
+# jobs), or as Ray tasks with RAY=local|auto|host:port (the `ray` extra; the build folder shared
+# by every node).
 # A row that is not of this checkout's RTL and flow is refused; ALLOW_STALE=1 writes it marked
 # stale, outside every paper comparison and fit.
 report: $(STAMP)
@@ -86,9 +87,15 @@ lint: $(STAMP)
 	$(BIN)/python -m memwall.lint
 
 # Records generation time of the families' paper configs, then writes each family's own report
-# (reports/<family>/: d-PLENA sampling-step cycles, SHIELD power model); figures, not gates.
+# (reports/<family>/: d-PLENA sampling-step cycles, SHIELD power model) and
+# reports/paper_vs_ours.md; figures, not gates.
 bench: $(STAMP)
 	$(BIN)/python -m memwall.bench
+
+# d-PLENA: how often each logits format (BF16, MXFP8/6/4) makes the float64 LLaDA step's decisions,
+# over seeded LM-like logits: reports/dplena/agreement.{md,json} (its last line: the run time).
+agreement: $(STAMP)
+	$(BIN)/python -m memwall.families.dplena.agreement --workers $(PYTEST_WORKERS)
 
 # Generates every config family's range corners (the largest allowed value of each size field)
 # one at a time and records peak memory and time against the budget: reports/config_ranges.md.

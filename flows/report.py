@@ -31,9 +31,11 @@ from .errors import StaleRowsError
 from .flow import BUILD_ROOT
 from .pdk import corners as pdk_corners
 from .provenance import current_design, flow_version, stale_reasons
+from .sta import IO_BUDGET
 
 __all__ = ["collect", "write_report", "unit_group", "group_areas", "group_powers",
            "linear_fit", "markdown_table", "timing_met", "fmax_mhz", "achieved_mhz",
+           "worst_path", "internal_fmax_mhz", "fmax_label",
            "subtree_figures", "write_synthesis_report", "synth_metrics", "row_provenance",
            "provenance_label"]
 
@@ -67,6 +69,68 @@ def fmax_mhz(row: dict) -> float | None:
     if row["wns_ns"] is None:
         return None
     return 1000.0 / (1000.0 / row["clock_mhz"] - row["wns_ns"])
+
+
+#: How OpenSTA names a path end at a port of the design it times.
+_PORT_ENDS = ("(input port", "(output port")
+
+
+def _top(row: dict) -> str | None:
+    """The design's top module: the one no module of the hierarchy instantiates."""
+    hierarchy = row.get("hierarchy") or {}
+    children = {child for kids in hierarchy.values() for child in kids}
+    roots = [m for m in hierarchy if m not in children]
+    return roots[0] if len(roots) == 1 else None
+
+
+def _through_port(text: str | None) -> bool:
+    return bool(text) and any(end in text for end in _PORT_ENDS)
+
+
+def _flat_through_port(corner: dict) -> bool:
+    # The flat run links the whole design: its only ports are the top's.
+    return any(map(_through_port, str(corner.get("critical_path", "")).split(" -> ")))
+
+
+def worst_path(row: dict) -> str | None:
+    """Where the hierarchical worst path runs: ``"top-level I/O"`` where it starts or ends at
+    a port of the top, whose external delay is :data:`memwall.flows.sta.IO_BUDGET` of the
+    period (an assumption about the design around this one, which scales with the clock);
+    ``"internal"`` where it runs between registers or memories. A path across a child's
+    boundary is timed from the design around the child (:mod:`memwall.flows.budget`), which
+    may itself lead to a top-level port: the flat run's worst path decides where it exists,
+    else it counts as internal. None without a timed path."""
+    path = row.get("critical_path")
+    if row.get("wns_ns") is None or not path:
+        return None
+    ends = (path.get("startpoint"), path.get("endpoint"))
+    if not any(map(_through_port, ends)):
+        return "internal"
+    if path.get("module") == _top(row):
+        return "top-level I/O"
+    flat = (row.get("flat_by_corner") or {}).get("tt")
+    return "top-level I/O" if flat and _flat_through_port(flat) else "internal"
+
+
+def internal_fmax_mhz(row: dict) -> float | None:
+    """:func:`fmax_mhz`, but None where the worst path runs through a top-level port, whose
+    fmax the assumed I/O delays set rather than the design."""
+    return None if worst_path(row) == "top-level I/O" else fmax_mhz(row)
+
+
+def _fmax_cell(fmax: float | None, kind: str | None) -> str:
+    return "I/O-limited" if kind == "top-level I/O" else _mhz(fmax)
+
+
+def fmax_label(row: dict) -> str:
+    """A row's fmax as a report prints it: ``"1005 MHz"``, or ``"I/O-limited"``."""
+    cell = _fmax_cell(fmax_mhz(row), worst_path(row))
+    return cell if cell in ("I/O-limited", "—") else f"{cell} MHz"
+
+
+def _corner_fmax_cell(corner: dict) -> str:
+    return _fmax_cell(corner.get("fmax_mhz"),
+                      "top-level I/O" if _flat_through_port(corner) else "internal")
 
 
 def achieved_mhz(row: dict) -> float | None:
@@ -215,7 +279,8 @@ def _refusal(rows: list[dict], status: list[tuple[str, list[str]]]) -> str:
 
 def _csv(rows: list[dict], status: list[tuple[str, list[str]]]) -> str:
     out = io.StringIO()
-    fields = ["config", "unit", "pdk", "vlen", "clock_mhz", "fmax_mhz", "area_um2", "cells",
+    fields = ["config", "unit", "pdk", "vlen", "clock_mhz", "fmax_mhz", "worst_path",
+              "area_um2", "cells",
               "wns_ns", "tns_ns", "internal_mw", "switching_mw", "leakage_mw", "memories_mw",
               "clock_tree_mw", "total_mw", "gated_total_mw", "activity_source", "command",
               "provenance", "commit", "dirty",
@@ -226,7 +291,9 @@ def _csv(rows: list[dict], status: list[tuple[str, list[str]]]) -> str:
         record = r.get("provenance") or {}
         writer.writerow({"config": r["config"], "unit": r["unit"], "pdk": r["pdk"],
                          "vlen": r["parameters"].get("vlen", ""), "clock_mhz": r["clock_mhz"],
-                         "fmax_mhz": None if fmax_mhz(r) is None else round(fmax_mhz(r), 1),
+                         "fmax_mhz": None if internal_fmax_mhz(r) is None else
+                         round(internal_fmax_mhz(r), 1),
+                         "worst_path": worst_path(r),
                          "memories_mw": r["power_mw"].get("memories"),
                          "clock_tree_mw": r["power_mw"].get("clock_tree"),
                          "gated_total_mw": (r.get("clock_gating") or {}).get("gated_total_mw"),
@@ -264,8 +331,8 @@ def _signoff_section(rows: list[dict]) -> str:
             _wires(signoff), _ns(r["wns_ns"]), "—" if flat is None else _ns(flat),
             "—" if flat is None or r["wns_ns"] is None else f"{(r['wns_ns'] - flat) * 1e3:+.1f}",
             _ns(r.get("flat_hold_wns_ns", r.get("hold_wns_ns"))),
-            _mhz(fmax_mhz(r)),
-            *(_mhz(corners.get(c, {}).get("fmax_mhz")) if c in corners else
+            _fmax_cell(fmax_mhz(r), worst_path(r)),
+            *(_corner_fmax_cell(corners[c]) if c in corners else
               "not timed" if c in pdk_corners(r["pdk"]) else "no such corner"
               for c in ("tt", "ss")),
             "yes" if met else "no"])
@@ -275,7 +342,8 @@ def _signoff_section(rows: list[dict]) -> str:
             "(hierarchical, every row) and flat WNS (the whole design linked in one OpenSTA run, "
             "where it fits: `flow.FLAT_MAX_CELLS`) at TT; hier − flat in ps; hold WNS (flat "
             "where run); fmax = 1 / (period − WNS) from the hierarchical WNS and, per corner, "
-            "from the flat run (ASAP7 SS: 0.63 V, 100 °C). A row meets its clock only with "
+            "from the flat run (ASAP7 SS: 0.63 V, 100 °C), *I/O-limited* where that worst "
+            "path starts or ends at a top-level port. A row meets its clock only with "
             "both WNS ≥ 0 at TT.\n\n"
             + markdown_table(["config", "pdk", "clock MHz", "margin ps (setup / hold)",
                               "wires", "WNS ns", "flat WNS ns", "hier − flat ps",
@@ -311,7 +379,12 @@ def write_report(build_root: Path = BUILD_ROOT, out: Path = REPORTS,
           "by the command in its last column. Switching activity ('activity' column):\n",
           "".join(f"- {s}\n" for s in sources)]
     md.append("The clock is the config's clock on that PDK; fmax is the clock at which the "
-              "worst slack would be zero, 1 / (period − WNS), to first order. Power is at the "
+              "worst slack would be zero, 1 / (period − WNS), to first order, given only where "
+              "the worst path is internal. Where it starts or ends at a top-level port the "
+              "cell reads *I/O-limited*: that port's external delay is an assumed "
+              f"{IO_BUDGET:.0%} of the period, so the slack scales with the clock and 1 / "
+              "(period − WNS) says nothing of the design (the CSV's `worst_path` names it, "
+              "its `fmax_mhz` is empty). Power is at the "
               "config's clock: logic (internal, switching, leakage: OpenSTA at the workload's "
               "activity), memories (the SRAM model at the simulated accesses) and the clock "
               "tree (an estimate: `flows/clock_tree.py`) add up to the total; the last power "
@@ -331,7 +404,7 @@ def write_report(build_root: Path = BUILD_ROOT, out: Path = REPORTS,
         ["config", "pdk", "clock MHz", "fmax MHz", "area mm²", "cells", "WNS ns", "TNS ns",
          "internal mW", "switching mW", "leakage mW", "memories mW", "clock tree mW",
          "total mW", "total, enables clock-gated mW", "activity", "provenance", "command"],
-        [[r["config"], r["pdk"], f"{r['clock_mhz']:g}", _mhz(fmax_mhz(r)),
+        [[r["config"], r["pdk"], f"{r['clock_mhz']:g}", _fmax_cell(fmax_mhz(r), worst_path(r)),
           f"{r['area_um2'] / 1e6:.4f}", r["cells"], _ns(r["wns_ns"]), f"{r['tns_ns']:.3f}",
           *(f"{r['power_mw'][k]:.4g}" for k in ("internal", "switching", "leakage")),
           _mw(r["power_mw"].get("memories")), _mw(r["power_mw"].get("clock_tree")),

@@ -3,7 +3,8 @@
 Runs ``memwall gen`` for every family's ``bench_configs`` in fresh processes, as a user would,
 and writes the wall-clock seconds (median of several runs, Python start-up included) to
 ``benchmarks/gen_time.json``; then writes every family's own report (``reports/<family>/``,
-:attr:`memwall.family.Family.write_reports`).
+:attr:`memwall.family.Family.write_reports`) and, from them, ``reports/paper_vs_ours.md``
+(:mod:`memwall.paper_vs_ours`).
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ def main(runs: int = 3) -> dict:
             start = time.perf_counter()
             fam.write_reports(paths.REPORTS / name)
             print(f"wrote reports/{name}/ in {time.perf_counter() - start:.1f} s")
+    from memwall.paper_vs_ours import refresh
+
+    print(refresh())
     return record
 
 

@@ -276,6 +276,9 @@ def cmd_report(args) -> None:
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     print(f"memwall: wrote {out} and its CSV and plots")
+    from memwall.paper_vs_ours import refresh
+
+    print(refresh(Path(args.out)))
 
 
 def _add_family_commands(sub) -> None:

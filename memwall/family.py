@@ -155,6 +155,11 @@ class Family:
     regression_tests
         The pytest files (paths from the checkout) of the family's RTL regression: what
         ``memwall mutate`` runs against each mutant of the family's modules.
+    paper_table
+        ``reports folder -> markdown``: the family's paper figures beside ours (each with its
+        baseline, metric and a computed verdict), built only from the report files already
+        under ``reports/``: its section of ``reports/paper_vs_ours.md``
+        (:mod:`memwall.paper_vs_ours`); or None.
     examples
         ``() -> {file name: {array name: array}}``: the example inputs of its commands, which
         ``python -m memwall.examples`` writes to ``examples/<name>/<file name>``; or None.
@@ -175,6 +180,7 @@ class Family:
     properties: Callable[[Any], Sequence[Any]] | None = None
     regression_tests: Sequence[str] = field(default_factory=tuple)
     examples: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None
+    paper_table: Callable[[Path], str] | None = None
 
     def __post_init__(self):
         unknown = sorted(set(self.commands) - set(COMMAND_VERBS))

@@ -1,6 +1,6 @@
-"""Measured figures typed in README.md and reports/ against what the code gives now.
+"""Measured figures typed in README.md, docs/ and reports/ against what the code gives now.
 
-A figure in the README or reports/ is either written by a command or checked here:
+A figure in the README, docs/ or reports/ is either written by a command or checked here:
 
 * ``reports/dplena/`` and ``reports/shield/`` are written by their generators
   (``python -m memwall.families.dplena.report``, ``... .shield.report``). The tests run the
@@ -8,7 +8,8 @@ A figure in the README or reports/ is either written by a command or checked her
   Fig. 5, SHIELD fault injection) taken from the committed json and spot-checked on their
   cheap points, and require the committed README and json to be what it writes. The
   generators' prose has typed numbers too; those are checked against the data.
-* README.md quotes the exp / 1/x accuracy of ``python -m memwall.golden.common.transcendental``
+* README.md and docs/ (read as one text: a figure may move between them) quote the exp / 1/x
+  accuracy of ``python -m memwall.golden.common.transcendental``
   (re-measured here over all 65,536 inputs), the generation times of ``make bench``
   (``benchmarks/gen_time.json``; wall-clock, so quoted, not re-measured) and Table II of
   ``reports/dplena/``.
@@ -48,7 +49,9 @@ from memwall.golden.common.transcendental import (
 from memwall.golden.shield import refresh as s
 
 ROOT = paths.REPO
-README = (ROOT / "README.md").read_text()
+#: README.md and every docs/*.md, one after the other.
+README = "\n".join(p.read_text() for p in
+                   [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
 DPLENA = ROOT / "reports" / "dplena"
 SHIELD = ROOT / "reports" / "shield"
 

@@ -68,8 +68,13 @@ def _slug(heading: str) -> str:
 
 
 def test_the_readmes_links_resolve():
-    anchors = {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", README, re.M)}
-    for target in re.findall(r"\]\(#([^)]+)\)", README):
-        assert target in anchors, target
-    for target in re.findall(r"\]\(([^)#:]+)\)", README):
-        assert (paths.REPO / target).exists(), target
+    """Every link of README.md, docs/*.md and reports/paper_vs_ours.md: an anchor of a heading
+    in the same file, or a file relative to the linking one."""
+    for doc in [paths.REPO / "README.md", *sorted((paths.REPO / "docs").glob("*.md")),
+                paths.REPORTS / "paper_vs_ours.md"]:
+        text = doc.read_text()
+        anchors = {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+        for target in re.findall(r"\]\(#([^)]+)\)", text):
+            assert target in anchors, (doc.name, target)
+        for target in re.findall(r"\]\(([^)#:]+)\)", text):
+            assert (doc.parent / target).exists(), (doc.name, target)

@@ -193,3 +193,39 @@ def test_signoff_table_needs_both_wns_and_prints_each_corner():
     assert not timing_met(row)               # hierarchical met, flat not: not met
     row["flat_wns_ns"] = 0.001
     assert timing_met(row) and md.count("| no |") == 1
+
+
+def test_fmax_only_for_internal_worst_paths(build, tmp_path):
+    """A worst path through a top-level port has its slack set by the assumed I/O delay (a
+    share of the period): its fmax is named I/O-limited, not given; a path across a child's
+    boundary (timed from the design around it) or between registers keeps its number."""
+    from memwall.flows.report import _corner_fmax_cell, _signoff_section, worst_path
+
+    path = build / "shield_small" / "synth" / "asap7" / "metrics.json"
+    row = json.loads(path.read_text())
+    row.update(clock_mhz=1, wns_ns=599.8, hierarchy={"top": {"child": 1}, "child": {}},
+               critical_path={"module": "top", "slack_ns": 599.8,
+                              "startpoint": "req (input port clocked by clk)",
+                              "endpoint": "state$reg[2] (rising edge-triggered flip-flop "
+                                          "clocked by clk)"},
+               flat_by_corner={"tt": {"fmax_mhz": 2.5, "critical_path":
+                                      "req (input port clocked by clk) -> q (output port "
+                                      "clocked by clk)"}})
+    path.write_text(json.dumps(row))
+    assert worst_path(row) == "top-level I/O"
+    md = write_report(build, tmp_path / "reports").read_text()
+    rows = {r["config"]: r for r in csv.DictReader((tmp_path / "reports" /
+                                                    "area_power.csv").open())}
+    assert rows["shield_small"]["fmax_mhz"] == "" and \
+        rows["shield_small"]["worst_path"] == "top-level I/O"
+    assert "| shield_small | asap7 | 1 | I/O-limited |" in md
+    assert "| I/O-limited | I/O-limited |" in _signoff_section([row])
+    # A child's boundary: the flat run's worst path decides (here it reaches a top port) ...
+    row["critical_path"]["module"] = "child"
+    assert worst_path(row) == "top-level I/O"
+    # ... and without a flat run, or with an internal flat path, it counts as internal.
+    row["flat_by_corner"] = {}
+    assert worst_path(row) == "internal" and "| 2 |" in _signoff_section([row])
+    assert _corner_fmax_cell({"fmax_mhz": 998.0, "critical_path":
+                              "a$reg (rising edge-triggered flip-flop clocked by clk) -> "
+                              "b$reg (rising edge-triggered flip-flop clocked by clk)"}) == "998"

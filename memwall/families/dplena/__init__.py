@@ -14,6 +14,7 @@ FAMILY = Family(
     config_class=DplenaConfig,
     build_top=lazy("memwall.hdl.dplena.core:build_top"),
     examples=lazy("memwall.families.dplena.examples:arrays"),
+    paper_table=lazy("memwall.families.dplena.paper_table:paper_table"),
     golden={name: lazy(f"memwall.golden.dplena.sampling:{name}")
             for name in ("sample_step_hw", "sample_step_reference", "prepare_logits")},
     power_workloads=lazy("memwall.families.dplena.workloads:power_workloads"),

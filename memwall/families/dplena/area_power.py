@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memwall.files import write_json_atomic
 from memwall.flows.report import (
     achieved_mhz,
     group_areas,
@@ -42,7 +43,7 @@ def _plots(rows: list[dict], out: Path) -> list[str]:
     for quantity, label, getter in (
             ("area", "area (mm$^2$)", lambda r: r["area_um2"] / 1e6),
             ("power", "total power (mW)", lambda r: r["power_mw"]["total"])):
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig, ax = plt.subplots(figsize=(6.5, 4))
         for pdk in pdks:
             pts = sorted((r["parameters"]["vlen"], getter(r)) for r in rows if r["pdk"] == pdk)
             if len(pts) < 2:
@@ -62,32 +63,38 @@ def _plots(rows: list[dict], out: Path) -> list[str]:
                     label="paper Table IV (DC ASAP7)")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")   # the PDKs differ by 30x
-        ax.set_xlabel("VLEN")
-        ax.set_ylabel(label)
-        ax.set_title(f"d-PLENA datapath {quantity} vs VLEN")
-        ax.legend(fontsize=7)
+        ax.set_xlabel("VLEN", fontsize=11)
+        ax.set_ylabel(label, fontsize=11)
+        ax.set_title(f"d-PLENA datapath {quantity} vs VLEN", fontsize=12)
+        ax.tick_params(labelsize=10)
+        ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         fig.tight_layout()
         name = f"{quantity}_vs_vlen.png"
-        fig.savefig(out / name, dpi=120)
+        fig.savefig(out / name, dpi=120, bbox_inches="tight")
         plt.close(fig)
         written.append(name)
 
-    asap7 = [r for r in rows if r["pdk"] == "asap7" and r.get("area_by_unit")]
+    asap7 = sorted((r for r in rows if r["pdk"] == "asap7" and r.get("area_by_unit")),
+                   key=lambda r: r["parameters"].get("vlen", 0))
     if asap7:
-        fig, ax = plt.subplots(figsize=(7, 4))
+        # One bar segment per report group (vector, vector SRAM, scalar, ...), not per module:
+        # module names carry their parameters, so every config would add its own entries.
+        by_group = [group_areas(r) for r in asap7]
+        groups = sorted({g for areas in by_group for g in areas},
+                        key=lambda g: -max(areas.get(g, 0.0) for areas in by_group))
+        fig, ax = plt.subplots(figsize=(8, 4.5))
         bottom = np.zeros(len(asap7))
-        units = sorted({m for r in asap7 for m in r["area_by_unit"]})
         names = [r["config"] for r in asap7]
-        for unit in units:
-            vals = np.array([r["area_by_unit"][unit]["area_um2"] / 1e6
-                             if unit in r["area_by_unit"] else 0.0 for r in asap7])
-            ax.bar(names, vals, bottom=bottom, label=unit.split("_vlen")[0].split("_lanes")[0])
+        for group in groups:
+            vals = np.array([areas.get(group, 0.0) / 1e6 for areas in by_group])
+            ax.bar(names, vals, bottom=bottom, label=group)
             bottom += vals
-        ax.set_ylabel("area (mm$^2$)")
-        ax.set_title("d-PLENA area by unit (ASAP7)")
-        ax.legend(fontsize=7)
+        ax.set_ylabel("area (mm$^2$)", fontsize=11)
+        ax.set_title("d-PLENA area by unit group (ASAP7)", fontsize=12)
+        ax.tick_params(labelsize=10)
+        ax.legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         fig.tight_layout()
-        fig.savefig(out / "area_by_unit.png", dpi=120)
+        fig.savefig(out / "area_by_unit.png", dpi=120, bbox_inches="tight")
         plt.close(fig)
         written.append("area_by_unit.png")
     return written
@@ -302,7 +309,30 @@ def _fits(rows: list[dict]) -> str:
             + markdown_table(["pdk", "area fit", "R²", "power fit", "R²"], fits))
 
 
+def table_iv_records(rows: list[dict]) -> list[dict]:
+    """Per ASAP7 row of a Table IV VLEN: its clock and timing, and (at met timing only) the
+    figures Table IV gives beside the paper's: vector logic area, total power."""
+    records = []
+    for r in sorted(rows, key=lambda r: r["parameters"].get("vlen", 0)):
+        vlen = r["parameters"].get("vlen")
+        if r["pdk"] != "asap7" or vlen not in PAPER_TABLE_IV:
+            continue
+        met = timing_met(r)
+        record = {"config": r["config"], "vlen": vlen, "clock_mhz": r["clock_mhz"],
+                  "timing_met": met, "wns_ns": r["wns_ns"], "flat_wns_ns": r.get("flat_wns_ns"),
+                  "paper_vector_mm2": PAPER_TABLE_IV[vlen][0],
+                  "paper_total_mw": PAPER_TABLE_IV[vlen][1]}
+        if met:
+            record.update(vector_mm2=group_areas(r).get("vector", 0.0) / 1e6,
+                          total_mw=r["power_mw"]["total"])
+        records.append(record)
+    return records
+
+
 def report_section(rows: list[dict], out: Path) -> tuple[str, list[str]]:
-    """Markdown and plot files for the d-PLENA rows of the area/power report."""
+    """Markdown and plot files for the d-PLENA rows of the area/power report; writes
+    ``signoff.json`` (:func:`table_iv_records`) for ``reports/paper_vs_ours.md``."""
+    write_json_atomic(out / "signoff.json", {
+        "command": "make report", "table_iv": table_iv_records(rows)})
     return (_table_iv(rows) + _table_iv_blocks(rows) + table_ii_at_clock(rows) + _fits(rows),
             _plots(rows, out))

@@ -27,6 +27,7 @@ FAMILY = Family(
     report_matrix={"asap7": ["kvnand_small", "kvnand_paper"]},
     regression_configs=("kvnand_small",),
     write_reports=lazy("memwall.families.kvnand.report:build_report"),
+    paper_table=lazy("memwall.families.kvnand.paper_table:paper_table"),
     properties=lazy("memwall.families.kvnand.properties:properties"),
     regression_tests=("tests/kvnand/test_sim_kvnand_pe.py",
                       "tests/kvnand/test_sim_kvnand_kvbuf.py",

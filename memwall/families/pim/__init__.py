@@ -28,4 +28,5 @@ FAMILY = Family(
     report_matrix={"asap7": ["pim_small", "pim_small_bitserial", "pim_paper"]},
     regression_configs=("pim_small",),
     write_reports=lazy("memwall.families.pim.report:build_report"),
+    paper_table=lazy("memwall.families.pim.paper_table:paper_table"),
 )

@@ -28,4 +28,5 @@ FAMILY = Family(
     report_matrix={"asap7": ["rdxe_small", "rdxe_paper_fused", "rdxe_paper"]},
     regression_configs=("rdxe_small",),
     write_reports=lazy("memwall.families.rdxe.report:build_report"),
+    paper_table=lazy("memwall.families.rdxe.paper_table:paper_table"),
 )

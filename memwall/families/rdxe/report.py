@@ -108,7 +108,8 @@ def _gain_cells(ring: dict, batches) -> tuple[str, str, str]:
     return paper, ours, verdict
 
 
-def _side_by_side(res: dict) -> list[str]:
+def side_by_side(res: dict) -> list[str]:
+    """The side-by-side table: every figure against the paper's, with its verdicts."""
     c, ring, vrc, g6 = res["constants"], res["ring"], res["vrc"], res["gqa"][-1]
     opt = rows(res, "vrc", "OPT-350M")
     f, exposed = c["implied_nonlinear_share"], c["exposed_nonlinear_share"]
@@ -214,7 +215,7 @@ def readme(res: dict) -> str:
         "",
         "## Side by side",
         "",
-        *_side_by_side(res),
+        *side_by_side(res),
         "",
         *details(res),
         "",
@@ -224,6 +225,10 @@ def readme(res: dict) -> str:
         "",
         *why(res),
         "",
+        "![layer speed-ups against context](speedups.png)",
+        "",
+        "![serving: the ring against padded batching](serving.png)",
+        "",
         "Area, timing and power of the configs, and the VRC's area and power fused against "
         "sequential: `synthesis.md` (`python -m memwall.families.rdxe.report --synthesis`).",
         "",
@@ -231,10 +236,11 @@ def readme(res: dict) -> str:
     return "\n".join(lines)
 
 
-def build_report(folder: Path = DEFAULT_OUT) -> dict:
-    """Writes ``results.json`` and ``README.md``. The README is rendered first, from the JSON
-    text as written (what the docs test reads back), so a failure writes neither file; each
-    is then replaced atomically."""
+def build_report(folder: Path = DEFAULT_OUT, *, figures: bool = True) -> dict:
+    """Writes ``results.json``, ``README.md`` and (with ``figures``) the plots
+    (:mod:`memwall.families.rdxe.plots`). The README is rendered first, from the JSON text as
+    written (what the docs test reads back), so a failure writes neither file; each is then
+    replaced atomically."""
     res = results()
     text = dumps_json(res) + "\n"
     page = readme(json.loads(text))
@@ -242,6 +248,10 @@ def build_report(folder: Path = DEFAULT_OUT) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     write_text_atomic(folder / "results.json", text)
     write_text_atomic(folder / "README.md", page)
+    if figures:
+        from memwall.families.rdxe.plots import plots
+
+        plots(json.loads(text), folder)
     return res
 
 
@@ -255,12 +265,15 @@ def main(argv=None) -> int:
     parser.add_argument("--synthesis", action="store_true",
                         help="write only synthesis.md and .json, from the configs' asap7 "
                              "metrics (memwall synth <config> --pdk asap7)")
+    parser.add_argument("--build-root", type=Path, default=ROOT / "build",
+                        help="with --synthesis: the build folder holding the metrics (default: "
+                             "the checkout's build/)")
     args = parser.parse_args(argv)
     if args.synthesis:
         from memwall.families.rdxe.synthesis import collect, render
         from memwall.flows.report import write_synthesis_report
 
-        path = write_synthesis_report(Path(args.out), collect, render)
+        path = write_synthesis_report(Path(args.out), lambda: collect(args.build_root), render)
         print(f"memwall: wrote {path} and synthesis.json", file=sys.stderr)
         return 0
     build_report(Path(args.out))

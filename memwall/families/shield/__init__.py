@@ -29,4 +29,5 @@ FAMILY = Family(
     regression_configs=("shield_small",),
     report_sections=lazy("memwall.families.shield.controller_cost:report_section"),
     write_reports=lazy("memwall.families.shield.report:build_report"),
+    paper_table=lazy("memwall.families.shield.paper_table:paper_table"),
 )
