@@ -4,6 +4,7 @@ the RTL structure that keeps a 4096-row controller cheap to generate (the row de
 
 import dataclasses
 import gc
+import json
 import warnings
 from contextlib import contextmanager
 
@@ -99,10 +100,10 @@ def test_net_saving_arithmetic():
             assert (r["net_mw"] > 0) == (controller_mw < base - shield)
 
 
-def test_report_section_table():
+def test_report_section_table(tmp_path):
     cfg = load_config("shield_small")
     controller_mw = 3.19e-4
-    text, files = cc.report_section([_metrics(cfg, wns_ns=599.8, power_mw=controller_mw)], None)
+    text, files = cc.report_section([_metrics(cfg, wns_ns=599.8, power_mw=controller_mw)], tmp_path)
     assert files == []
     rows = [line for line in text.splitlines() if line.startswith("| shield_small |")]
     assert len(rows) == 2
@@ -128,13 +129,16 @@ def test_the_net_saving_is_charged_the_clock_gated_power():
         assert r["net_mw"] == pytest.approx(r["saved_mw"] - 1.0e-4, rel=1e-12)
 
 
-def test_unmet_timing_is_not_compared():
+def test_unmet_timing_is_not_compared(tmp_path):
     cfg = load_config("shield_small")
     compared, missed = cc.cost_rows([_metrics(cfg, wns_ns=-0.1, power_mw=1e-4)])
     assert compared == [] and len(missed) == 1
-    text, _ = cc.report_section([_metrics(cfg, wns_ns=-0.1, power_mw=1e-4)], None)
+    text, _ = cc.report_section([_metrics(cfg, wns_ns=-0.1, power_mw=1e-4)], tmp_path)
     assert "Not compared" in text and "WNS -0.100 ns at 1 MHz" in text
     assert "| shield_small |" not in text
+    # the same figures as numbers, for reports/paper_vs_ours.md
+    signoff = json.loads((tmp_path / "signoff.json").read_text())
+    assert signoff["compared"] == [] and signoff["missed"][0]["wns_ns"] == -0.1
 
 
 def test_calibrations_share_the_hardware():
