@@ -35,7 +35,7 @@ from .sta import IO_BUDGET
 
 __all__ = ["collect", "write_report", "unit_group", "group_areas", "group_powers",
            "linear_fit", "markdown_table", "timing_met", "fmax_mhz", "achieved_mhz",
-           "worst_path", "internal_fmax_mhz", "fmax_label",
+           "worst_path", "internal_fmax_mhz", "fmax_label", "top_module",
            "subtree_figures", "write_synthesis_report", "synth_metrics", "row_provenance",
            "provenance_label"]
 
@@ -75,9 +75,9 @@ def fmax_mhz(row: dict) -> float | None:
 _PORT_ENDS = ("(input port", "(output port")
 
 
-def _top(row: dict) -> str | None:
-    """The design's top module: the one no module of the hierarchy instantiates."""
-    hierarchy = row.get("hierarchy") or {}
+def top_module(hierarchy: dict[str, dict[str, int]]) -> str | None:
+    """The top of a metrics row's ``hierarchy``: the one module no module instantiates (None
+    if there is not exactly one)."""
     children = {child for kids in hierarchy.values() for child in kids}
     roots = [m for m in hierarchy if m not in children]
     return roots[0] if len(roots) == 1 else None
@@ -106,7 +106,7 @@ def worst_path(row: dict) -> str | None:
     ends = (path.get("startpoint"), path.get("endpoint"))
     if not any(map(_through_port, ends)):
         return "internal"
-    if path.get("module") == _top(row):
+    if path.get("module") == top_module(row.get("hierarchy") or {}):
         return "top-level I/O"
     flat = (row.get("flat_by_corner") or {}).get("tt")
     return "top-level I/O" if flat and _flat_through_port(flat) else "internal"

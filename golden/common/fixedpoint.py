@@ -55,7 +55,7 @@ __all__ = [
     "EXP_FRAC_BITS", "EXP_SHIFT_MAX",
     "shift_round", "saturate", "apply_rc", "rc_from_float", "rc_value", "rc_mul",
     "normalise_rc", "recip_rc", "invsqrt_rc", "recip_seed_table", "invsqrt_seed_table",
-    "exp2_table", "exp2_float", "exp2_value", "exp2_reference",
+    "exp2_table", "exp2_float", "exp2_value", "exp2_reference", "bit_length",
 ]
 
 #: Bits of an RC mantissa (the paper's 25-bit RC factor).
@@ -107,7 +107,7 @@ def normalise_rc(y, point) -> tuple[np.ndarray, np.ndarray]:
     25 bits. A ``shift`` above 63 gives the factor 0 ``(0, 63)``; below 0 saturates to
     ``(2**25 - 1, 0)``."""
     y, point = _i64(y), _i64(point)
-    top = _bit_length(y) - 1
+    top = bit_length(y) - 1
     drop = top - (RC_MANT_BITS - 1)
     mant = np.where(drop >= 0, np.right_shift(y, np.maximum(drop, 0)),
                     np.left_shift(y, np.maximum(-drop, 0)))
@@ -123,7 +123,7 @@ def _clamp_rc(mant, shift):
     return mant.astype(np.int64), shift.astype(np.int64)
 
 
-def _bit_length(y) -> np.ndarray:
+def bit_length(y) -> np.ndarray:
     """Bit length of each non-negative int64 (0 -> 0), exactly (no float rounding)."""
     y = _i64(y)
     n = np.zeros(y.shape, dtype=np.int64)
@@ -184,7 +184,7 @@ def _normalise_input(u, even: bool):
     clear for ``even``) truncated, ``u ~ m * 2**(e - 15)`` or ``m * 2**(e - 14)`` for ``even``
     (``e`` even)."""
     u = np.maximum(_i64(u), 1)
-    top = _bit_length(u) - 1                       # 0..31
+    top = bit_length(u) - 1                       # 0..31
     if even:
         e = top - (top & 1)                        # u = m' * 4**(e/2), m' in [1, 4)
         lead = NR_IN_BITS - 2

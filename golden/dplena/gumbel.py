@@ -32,6 +32,7 @@ from functools import cache
 
 import numpy as np
 
+from memwall.golden.common.fixedpoint import bit_length
 from memwall.golden.dplena.rng import UNIFORM_BITS
 
 __all__ = ["TABLE_BITS", "FRAC_BITS", "MAX_ABS_ERROR", "log2_table", "h_table", "gumbel_fp32",
@@ -74,31 +75,11 @@ def _interpolate(table: np.ndarray, frac: np.ndarray, frac_bits: int) -> np.ndar
     return lo + (((hi - lo) * rest) >> shift)
 
 
-def _bit_length(x: np.ndarray) -> np.ndarray:
-    """Position of the leading one plus one, per element of a positive int64 array."""
-    out = np.zeros(x.shape, np.int64)
-    v = x.copy()
-    for step in (32, 16, 8, 4, 2, 1):
-        big = v >= (np.int64(1) << step)
-        out += np.where(big, step, 0)
-        v = np.where(big, v >> step, v)
-    return out + (v > 0)
-
-
 def _to_fp32(value: np.ndarray, frac_bits: int) -> np.ndarray:
-    """Signed fixed point (int64, ``frac_bits`` fraction bits) to FP32, round to nearest even."""
-    sign = value < 0
-    mag = np.abs(value)
-    bits = _bit_length(np.maximum(mag, 1))
-    drop = np.maximum(bits - 24, 0)                 # keep 24 significant bits
-    keep = mag >> drop
-    rem = mag - (keep << drop)
-    half = np.where(drop > 0, np.int64(1) << np.maximum(drop - 1, 0), 0)
-    up = (drop > 0) & ((rem > half) | ((rem == half) & ((keep & 1) == 1)))
-    keep = keep + up
-    # keep may have become 2**24: still exactly representable as the value below.
-    return (keep.astype(np.float64) * np.exp2(drop - frac_bits)).astype(np.float32) * \
-        np.where(sign, np.float32(-1), np.float32(1))
+    """Signed fixed point (int64, ``frac_bits`` fraction bits) to FP32, round to nearest even:
+    one rounding, since ``|value| < 2**53`` is exact in float64 and the scaling by a power of
+    two is too (the results are FP32 normals or 0)."""
+    return np.ldexp(value.astype(np.float64), -frac_bits).astype(np.float32)
 
 
 def gumbel_fp32(mantissa) -> np.ndarray:
@@ -111,7 +92,7 @@ def gumbel_fp32(mantissa) -> np.ndarray:
     n = 2 * m + 1
     # 1. t = -ln u as (significand, exponent): t = sig * 2**(exp - F).
     low = n < (1 << (_N_BITS - 1))
-    p = _bit_length(n) - 1
+    p = bit_length(n) - 1
     f = (n - (np.int64(1) << p)) << (F - p)       # exact: p <= 22 < F on this branch
     a = ((_N_BITS - p) << F) - _interpolate(log2_table(), np.where(low, f, 0), F)
     t_low = (a * _LN2) >> F                        # -ln u, F fraction bits, >= ln 2
@@ -120,7 +101,7 @@ def gumbel_fp32(mantissa) -> np.ndarray:
     t_sig = np.where(low, t_low, d * h)            # d * h: F + 24 fraction bits
     t_exp = np.where(low, 0, -_N_BITS)             # t = t_sig * 2**(t_exp - F)
     # 2. normalise t = 2**q (1 + g), g with F fraction bits; G = -ln2 (q + log2(1 + g)).
-    bits = _bit_length(t_sig)
+    bits = bit_length(t_sig)
     q = bits - 1 + t_exp - F
     rest = t_sig - (np.int64(1) << (bits - 1))
     g = np.where(bits - 1 >= F, rest >> np.maximum(bits - 1 - F, 0),

@@ -114,12 +114,15 @@ def get_num_transfer_tokens(mask_index, steps: int) -> np.ndarray:
 
 # --- confidence -----
 
-def method1_confidence(logits) -> tuple[np.ndarray, np.ndarray]:
-    """Algorithm 1, Method 1: float64 softmax probability of the argmax token.
+def method1_confidence(logits, x0=None) -> tuple[np.ndarray, np.ndarray]:
+    """Algorithm 1, Method 1: float64 softmax probability of the argmax token (or of ``x0``).
 
     Parameters
     ----------
     logits : array_like of float, shape (..., V)
+    x0 : array_like of int, shape (...), optional
+        The chosen tokens (a temperature draw), whose clean probability is wanted; default the
+        argmax.
 
     Returns
     -------
@@ -130,7 +133,7 @@ def method1_confidence(logits) -> tuple[np.ndarray, np.ndarray]:
         row holds a NaN or ``+inf`` or is all ``-inf``.
     """
     z = np.asarray(logits, dtype=np.float64)
-    x0 = np.argmax(z, axis=-1).astype(np.int64)
+    x0 = (np.argmax(z, axis=-1) if x0 is None else np.asarray(x0)).astype(np.int64)
     with np.errstate(invalid="ignore", over="ignore"):
         m = np.max(z, axis=-1, keepdims=True)
         e = np.exp(z - m)
@@ -355,14 +358,12 @@ def sample_step_reference(logits, x, mask_id: int, k, *, temperature: float = 0.
     _check_step_shapes(z.shape, x)
     k = _as_k(k, z.shape[0])
     mask_index = x == mask_id
-    x0, x0_p = method1_confidence(z)
+    drawn = None
     if temperature != 0:
         from memwall.golden.dplena.noise import noisy_x0
 
-        x0 = noisy_x0(z, temperature, seed, step)
-        with np.errstate(invalid="ignore", over="ignore"):
-            e = np.exp(z - np.max(z, axis=-1, keepdims=True))
-            x0_p = np.take_along_axis(e, x0[..., None], axis=-1)[..., 0] / e.sum(axis=-1)
+        drawn = noisy_x0(z, temperature, seed, step)
+    x0, x0_p = method1_confidence(z, drawn)
     x0 = np.where(mask_index, x0, x).astype(np.int64)
     confidence = np.where(mask_index, x0_p, -np.inf)
     transfer = _topk_stable(confidence, k)

@@ -34,6 +34,7 @@ import math
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -127,7 +128,7 @@ def study(trials: int = DEFAULT_TRIALS, workers: int = 1, workload: dict = WORKL
     indices = list(range(trials))
     if workers > 1:
         with ProcessPoolExecutor(workers) as pool:
-            runs = list(pool.map(trial, indices))
+            runs = list(pool.map(partial(trial, workload=workload), indices))
     else:
         runs = [trial(i, workload) for i in indices]
     from memwall.golden.dplena import mx

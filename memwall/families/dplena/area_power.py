@@ -15,6 +15,7 @@ from memwall.flows.report import (
     linear_fit,
     markdown_table,
     timing_met,
+    top_module,
     unit_group,
 )
 
@@ -167,7 +168,7 @@ def _vector_instances(row: dict) -> dict[str, int]:
     """Instances of each module under the vector units (the paper's 'vector'), from the
     row's hierarchy: the same module elsewhere (the scalar FP unit's exp) is not counted."""
     hierarchy, counts = row["hierarchy"], {}
-    top = next(m for m in hierarchy if all(m not in kids for kids in hierarchy.values()))
+    top = top_module(hierarchy)
 
     def visit(module: str, times: int) -> None:
         counts[module] = counts.get(module, 0) + times
