@@ -15,9 +15,10 @@ import dataclasses
 import hashlib
 import importlib.metadata
 import json
+import os
 import platform
+import secrets
 import shutil
-import tempfile
 from pathlib import Path
 
 from memwall import lint, orfs
@@ -113,7 +114,10 @@ def generate(cfg, out_root: Path = Path("build"), progress=None) -> Path:
     final = out_root / cfg.name
     staging = None
     try:
-        staging = Path(tempfile.mkdtemp(prefix=f".{cfg.name}.", dir=out_root))
+        # The name is known before the folder exists, so a signal that lands just after it is
+        # made finds it to remove (mkdtemp's result would not be assigned yet).
+        staging = out_root / f".{cfg.name}.{os.getpid()}.{secrets.token_hex(4)}"
+        staging.mkdir(mode=0o700)
         (staging / "rtl").mkdir()
         files = []
         for module in design.module_names:
@@ -154,11 +158,12 @@ def generate(cfg, out_root: Path = Path("build"), progress=None) -> Path:
         previous = final.with_name(f".{cfg.name}.previous") if final.exists() else None
         if previous:
             shutil.rmtree(previous, ignore_errors=True)
-            final.rename(previous)
         try:
+            if previous:
+                final.rename(previous)
             staging.rename(final)
         except BaseException:
-            if previous:
+            if previous and previous.exists() and not final.exists():
                 previous.rename(final)
             raise
         if previous:
