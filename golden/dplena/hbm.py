@@ -3,35 +3,72 @@
 A beat is ``beat_bytes`` (``W``) bytes, one transfer of the HBM port; byte ``p`` of a beat sits at
 bits ``8p .. 8p+7`` of the port (little-endian, :func:`beats_to_words`).
 
-MXFP8 (:func:`prefetch_beats_mx`): the elements are cut into *groups* of ``32 * W`` elements
-(:data:`MX_GROUP_BEATS` data beats; the last group may be partial). A group is sent as
+MX formats (:func:`prefetch_beats_mx`; every format of :mod:`memwall.golden.dplena.mx`): the
+elements are cut into *groups* of ``32 * W`` elements (the last group may be partial). A group
+is sent as
 
 * one *scale beat*: byte ``j`` is the E8M0 scale of the group's ``j``-th 32-element block
   (``W`` blocks at most, so one beat always holds them); unused bytes are ``0x00``;
-* ``ceil(n_group / W)`` *data beats*: byte ``p`` of data beat ``d`` is element ``d*W + p`` of the
-  group; the tail bytes of the last data beat are ``0x00``.
+* its *data beats*: the group's element codes packed back to back, element ``i`` in bits
+  ``b*i .. b*i + b - 1`` of the data beats read as one little-endian bit string (``b`` the
+  element width: 8, 6 or 4; for 8 bits, byte ``p`` of data beat ``d`` is element ``d*W + p``;
+  for 4 bits, element ``2p`` is the low nibble of byte ``p``). A full group takes ``4 b`` data
+  beats (32, 24, 16).
 
-So data beat ``d`` of a group needs scale bytes ``d*W/32 .. d*W/32 + W/32 - 1`` of the group's
+The dequantiser writes ``G`` = :func:`write_lanes` elements to the Vector SRAM at a time: ``W``
+for 8-bit elements, ``2 W`` for 6- and 4-bit ones (a 4-bit beat holds ``2 W`` elements; a 6-bit
+write takes one and a half beats). A partial last group is padded with zero bits to whole writes
+and then to whole beats: ``ceil(ceil(n / G) * G * b / (8 W))`` data beats, so that every write
+completes in a beat that exists (for 6 bits, the first beat of every three only fills a hold
+register). Write ``k`` of a group needs scale bytes ``k*G/32 .. (k+1)*G/32 - 1`` of the group's
 scale beat, which the RTL keeps in a register while the group's data beats stream past.
 
 BF16 (:func:`prefetch_beats_bf16`): ``W/2`` elements per beat, element ``p`` of a beat in bytes
 ``2p`` (low byte) and ``2p+1``; the tail of the last beat is zero.
 
-Plain NumPy; importable without Amaranth or cocotb.
+Format names are :data:`FORMATS`; ``"mxfp8"`` is accepted for ``"mxfp8_e4m3"``
+(:func:`canonical_format`). Plain NumPy; importable without Amaranth or cocotb.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from memwall.golden.dplena.mxfp8 import BLOCK, num_blocks
+from memwall.golden.dplena.mx import BLOCK, mx_format, num_blocks
+from memwall.golden.dplena.mx import FORMATS as MX_FORMATS
 
-__all__ = ["MX_GROUP_BEATS", "FORMATS", "prefetch_beats_mx", "prefetch_beats_bf16", "num_beats",
-           "beats_to_words"]
+__all__ = ["MX_GROUP_BEATS", "FORMATS", "canonical_format", "group_data_beats", "write_lanes",
+           "prefetch_beats_mx", "prefetch_beats_bf16", "num_beats", "beats_to_words"]
 
 MX_GROUP_BEATS = 32
 """Data beats per MXFP8 group: one scale beat of ``W`` scales covers ``32 * W`` elements."""
-FORMATS = ("mxfp8", "bf16")
+FORMATS = ("bf16", *MX_FORMATS)
+#: The name this module (and the workloads built on it) once used for MXFP8 E4M3.
+ALIASES = {"mxfp8": "mxfp8_e4m3"}
+
+
+def canonical_format(fmt: str) -> str:
+    """``fmt``'s name in :data:`FORMATS` (``"mxfp8"`` -> ``"mxfp8_e4m3"``); ValueError naming the
+    allowed ones."""
+    fmt = ALIASES.get(fmt, fmt)
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be one of {', '.join(FORMATS)} (or mxfp8 for mxfp8_e4m3), "
+                         f"got {fmt!r}")
+    return fmt
+
+
+def group_data_beats(fmt: str) -> int:
+    """Data beats of a full group of MX format ``fmt``: ``32 W`` elements of ``b`` bits over
+    ``W``-byte beats, ``4 b`` (32, 24, 16)."""
+    return 4 * mx_format(canonical_format(fmt)).bits
+
+
+def write_lanes(fmt: str, beat_bytes: int) -> int:
+    """Elements per Vector SRAM write of a dequantiser built for ``fmt``: ``W`` for 8- and 16-bit
+    elements, ``2 W`` for 6- and 4-bit ones (what a 4-bit beat carries)."""
+    w = _check_beat_bytes(beat_bytes)
+    fmt = canonical_format(fmt)
+    return w if fmt == "bf16" or mx_format(fmt).bits == 8 else 2 * w
 
 
 def _check_beat_bytes(beat_bytes) -> int:
@@ -56,60 +93,79 @@ def _check_vector(name: str, a, dtype) -> np.ndarray:
     return a
 
 
-def num_beats(n: int, fmt: str, beat_bytes: int) -> int:
-    """Beats of a prefetch of ``n`` elements in ``fmt`` (``"mxfp8"`` or ``"bf16"``).
+def _group_beats(n_group: int, bits: int, w: int) -> int:
+    """Data beats of a group of ``n_group`` elements: whole writes, then whole beats."""
+    lanes = w if bits == 8 else 2 * w
+    writes = -(-n_group // lanes)
+    return -(-writes * lanes * bits // (8 * w))
 
-    MXFP8: ``ceil(n / (32 W))`` scale beats plus ``ceil(n_group / W)`` data beats per group;
-    BF16: ``ceil(n / (W / 2))``.
+
+def num_beats(n: int, fmt: str, beat_bytes: int) -> int:
+    """Beats of a prefetch of ``n`` elements in ``fmt`` (:data:`FORMATS`).
+
+    MX: per group of ``32 W`` elements one scale beat plus its data beats (the module
+    docstring's padding); BF16: ``ceil(n / (W / 2))``.
     """
     w = _check_beat_bytes(beat_bytes)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n must be a non-negative int, got {n!r}")
     n = int(n)
+    fmt = canonical_format(fmt)
     if fmt == "bf16":
         return -(-n // (w // 2))
-    if fmt == "mxfp8":
-        group = MX_GROUP_BEATS * w
-        full, rest = divmod(n, group)
-        return full * (1 + MX_GROUP_BEATS) + (1 + -(-rest // w) if rest else 0)
-    raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
+    bits = mx_format(fmt).bits
+    group = BLOCK * w
+    full, rest = divmod(n, group)
+    return full * (1 + 4 * bits) + (1 + _group_beats(rest, bits, w) if rest else 0)
 
 
-def prefetch_beats_mx(elements: np.ndarray, scales: np.ndarray, beat_bytes: int) -> np.ndarray:
-    """HBM beats of an MXFP8 prefetch: per group a scale beat, then its data beats.
+def prefetch_beats_mx(elements: np.ndarray, scales: np.ndarray, beat_bytes: int,
+                      fmt: str = "mxfp8_e4m3") -> np.ndarray:
+    """HBM beats of an MX prefetch: per group a scale beat, then its data beats.
 
     Parameters
     ----------
     elements : np.ndarray of uint8, shape (n,)
-        E4M3 bit patterns.
+        Element codes of ``fmt`` (each in the low ``b`` bits, as :func:`mx.quantize` gives them).
     scales : np.ndarray of uint8, shape (ceil(n / 32),)
         E8M0 bit patterns; scale ``j`` applies to elements ``32j .. 32j + 31``.
     beat_bytes : int
         Bytes per beat ``W`` (a power of two >= 32).
+    fmt : str
+        An MX format of :data:`FORMATS`.
 
     Returns
     -------
-    np.ndarray of uint8, shape (num_beats(n, "mxfp8", W), W)
+    np.ndarray of uint8, shape (num_beats(n, fmt, W), W)
     """
     w = _check_beat_bytes(beat_bytes)
+    fmt = canonical_format(fmt)
+    if fmt == "bf16":
+        raise ValueError("fmt must be an MX format here; BF16 beats are prefetch_beats_bf16's")
+    bits = mx_format(fmt).bits
     elements = _check_vector("elements", elements, np.uint8)
     scales = _check_vector("scales", scales, np.uint8)
     n = len(elements)
     if len(scales) != num_blocks(n):
         raise ValueError(f"scales must hold ceil(n / {BLOCK}) = {num_blocks(n)} bytes for "
                          f"n = {n} elements, got {len(scales)}")
-    group = MX_GROUP_BEATS * w
-    beats = np.zeros((num_beats(n, "mxfp8", w), w), dtype=np.uint8)
+    if np.any(elements >> bits):
+        raise ValueError(f"elements must be {fmt} codes of {bits} bits, got a larger value")
+    group = BLOCK * w
+    beats = np.zeros((num_beats(n, fmt, w), w), dtype=np.uint8)
     row = 0
     for start in range(0, n, group):
         part = elements[start:start + group]
         block0 = start // BLOCK
         group_scales = scales[block0:block0 + num_blocks(len(part))]
         beats[row, :len(group_scales)] = group_scales
-        data_beats = -(-len(part) // w)
-        chunk = np.zeros(data_beats * w, dtype=np.uint8)
-        chunk[:len(part)] = part
-        beats[row + 1:row + 1 + data_beats] = chunk.reshape(data_beats, w)
+        data_beats = _group_beats(len(part), bits, w)
+        # Element i's bits at i*b .. i*b + b - 1 of one little-endian bit string.
+        stream = np.zeros(data_beats * w * 8, dtype=np.uint8)
+        codes = np.unpackbits(part[:, None], axis=1, bitorder="little")[:, :bits]
+        stream[:len(part) * bits] = codes.reshape(-1)
+        beats[row + 1:row + 1 + data_beats] = np.packbits(
+            stream, bitorder="little").reshape(data_beats, w)
         row += 1 + data_beats
     assert row == len(beats)
     return beats

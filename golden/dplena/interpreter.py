@@ -6,7 +6,7 @@ core has after a reset and a host load (registers and SRAMs zero, the INT SRAM i
 what each instruction does is the ISA table, with the golden models of the units
 (:mod:`memwall.golden.common.fparith`, :mod:`memwall.golden.common.transcendental`, :func:`topk_mask
 <memwall.golden.dplena.sampling.topk_mask>`, :func:`dequantize
-<memwall.golden.dplena.mxfp8.dequantize>`), and what it costs is :class:`SequencerTiming`, the cycle
+<memwall.golden.dplena.mx.dequantize>`), and what it costs is :class:`SequencerTiming`, the cycle
 model's table (:mod:`memwall.golden.dplena.model`). The result is what the core's output FIFO
 receives and its cycle counter at HALT, so a test can compare a random program's run on the RTL with
 it (``tests/dplena/test_sim_isa.py``), where the sampling-step tests only run the program the
@@ -51,7 +51,7 @@ from memwall.golden.dplena.isa import (
     Op,
     decode,
 )
-from memwall.golden.dplena.mxfp8 import dequantize
+from memwall.golden.dplena.mx import dequantize
 from memwall.golden.dplena.sampling import topk_mask
 
 __all__ = ["SequencerTiming", "Prefetch", "stream_beats", "run_program"]
@@ -73,6 +73,7 @@ class SequencerTiming:
         st = cfg.stages
         self.vlen = cfg.vlen
         self.beat_bytes = cfg.hbm_bytes_per_cycle
+        self.mx_format = cfg.mx_format
         self.tree = st.tree_latency(int(math.log2(cfg.vlen)))
         self.elementwise = st.elementwise_latency
         self.add_fp32 = st.add_fp32
@@ -93,7 +94,7 @@ class SequencerTiming:
         if op in (Op.H_PREFETCH_V, Op.H_WAIT):
             start = max(now, self.dma_free)
             if op == Op.H_PREFETCH_V:
-                fmt = "bf16" if ins.imm & PREFETCH_BF16 else "mxfp8"
+                fmt = "bf16" if ins.imm & PREFETCH_BF16 else self.mx_format
                 beats = num_beats(g1, fmt, self.beat_bytes) if g1 else 0
                 self.beats += beats
                 self.dma_free = start + (beats + 2 if g1 else 1)
@@ -120,23 +121,23 @@ class SequencerTiming:
 
 
 class Prefetch:
-    """The logits one ``H_PREFETCH_V`` streams: BF16 bit patterns (``bits``), or MXFP8
-    ``elements`` with one ``scales`` byte per 32 of them."""
+    """The logits one ``H_PREFETCH_V`` streams: BF16 bit patterns (``bits``), or the codes of
+    MX format ``fmt`` (``elements``) with one ``scales`` byte per 32 of them."""
 
-    def __init__(self, bits=None, elements=None, scales=None):
-        self.bits, self.elements, self.scales = bits, elements, scales
+    def __init__(self, bits=None, elements=None, scales=None, fmt: str = "mxfp8_e4m3"):
+        self.bits, self.elements, self.scales, self.fmt = bits, elements, scales, fmt
 
     def values(self) -> np.ndarray:
         """The BF16 bit patterns the dequantiser writes."""
         if self.bits is not None:
             return np.asarray(self.bits, dtype=np.uint16)
-        return np.asarray(dequantize(self.elements, self.scales), dtype=np.uint16)
+        return np.asarray(dequantize(self.elements, self.scales, self.fmt), dtype=np.uint16)
 
     def beats(self, beat_bytes: int) -> np.ndarray:
         """Its HBM beats (:mod:`memwall.golden.dplena.hbm`'s layout)."""
         if self.bits is not None:
             return prefetch_beats_bf16(np.asarray(self.bits, dtype=np.uint16), beat_bytes)
-        return prefetch_beats_mx(self.elements, self.scales, beat_bytes)
+        return prefetch_beats_mx(self.elements, self.scales, beat_bytes, self.fmt)
 
 
 def stream_beats(prefetches: list[Prefetch], beat_bytes: int) -> np.ndarray:

@@ -38,8 +38,10 @@ S_MAX_IDX_F         fd, fs1, gs2, gd(rs3) if ``key(fs1) > key(fd)`` (BF16 order,
                                           ``fd = fs1``, ``gd = gs2`` (earlier chunk wins ties)
 H_PREFETCH_V        gd(row), gs1(n), imm  stream ``n`` logits from the HBM port through the
                                           dequantiser into rows ``gd..``; ``imm`` bit 0: 1 = BF16
-                                          beats, 0 = MXFP8. Asynchronous: waits only while an
-                                          earlier prefetch is still running. ``n = 0``: nothing.
+                                          beats, 0 = the MX format the dequantiser is built
+                                          for (the config's ``logits_format``). Asynchronous:
+                                          waits only while an earlier prefetch is still
+                                          running. ``n = 0``: nothing.
 H_WAIT                                    wait until no prefetch is running
 H_STORE_INT         gs1, imm              push ``INT[gs1 + i]``, ``i < imm``, to the output FIFO
 H_STORE_V           gs1(row), imm         push lanes ``0..imm-1`` of row ``gs1`` (BF16,

@@ -33,7 +33,7 @@ port that never stalls). Not modelled: Vector SRAM half collisions between a pre
 phase-3 row writes (a cycle each, rare), and a host that stalls the HBM port or the FIFO.
 
 ``bound_cycles = max(HBM bytes / hbm_bytes_per_cycle, elements / VLEN)`` per step: the port
-time of the logits (MXFP8: one byte per element plus one scale byte per 32) or one vector pass.
+time of the logits (MX: ``b`` bits per element plus one scale byte per 32) or one vector pass.
 """
 
 from __future__ import annotations
@@ -42,8 +42,10 @@ import math
 from dataclasses import dataclass
 
 from memwall.families.dplena.config import DplenaConfig
+from memwall.golden.dplena.hbm import canonical_format
 from memwall.golden.dplena.interpreter import SequencerTiming
 from memwall.golden.dplena.isa import Op
+from memwall.golden.dplena.mx import mx_format
 from memwall.golden.dplena.program import Program, Workload, WorkloadError, generate
 
 __all__ = ["CycleEstimate", "estimate", "default_v_chunk", "bound_cycles", "hbm_bytes"]
@@ -79,11 +81,14 @@ class CycleEstimate:
 
 
 def hbm_bytes(wl: Workload) -> int:
-    """Bytes of one step's logits on the HBM port (MXFP8: elements + one scale per 32)."""
+    """Bytes of one step's logits on the HBM port: BF16 two a logit; MX the packed elements
+    (``b`` bits each, rounded up to a byte per row) plus one scale byte per 32, without the
+    layout's padding to whole beats (:mod:`memwall.golden.dplena.hbm`)."""
     rows = wl.batch * wl.block_len
-    if wl.logits_format == "bf16":
+    fmt = canonical_format(wl.logits_format)
+    if fmt == "bf16":
         return 2 * rows * wl.vocab
-    return rows * (wl.vocab + math.ceil(wl.vocab / 32))
+    return rows * (math.ceil(wl.vocab * mx_format(fmt).bits / 8) + math.ceil(wl.vocab / 32))
 
 
 def bound_cycles(cfg: DplenaConfig, wl: Workload) -> float:
@@ -97,7 +102,7 @@ def default_v_chunk(cfg: DplenaConfig, vocab: int) -> int:
 
     The largest chunk whose two buffers fit the Vector SRAM, then evened out so the chunks of
     a row are about equal (a short last chunk leaves the port idle while the long one before
-    it computes), aligned to VLEN and to MXFP8 scale groups (32 x port width) where possible.
+    it computes), aligned to VLEN and to MX scale groups (32 x port width) where possible.
     """
     half = cfg.vector_sram_rows // 2
     max_chunk = (half - 3) * cfg.vlen

@@ -31,10 +31,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memwall.families.dplena.config import DplenaConfig
+from memwall.golden.dplena.hbm import canonical_format
 from memwall.golden.dplena.isa import PREFETCH_BF16, RED_FIRST, RED_LAST, Instr, Op, encode
 
-__all__ = ["Workload", "WorkloadError", "Program", "Prefetch", "generate", "NEXT_ROW",
-           "OUTPUT_FIELDS"]
+__all__ = ["Workload", "WorkloadError", "Program", "Prefetch", "generate", "stream_format",
+           "NEXT_ROW", "OUTPUT_FIELDS"]
 
 RED_BOTH = RED_FIRST | RED_LAST
 BF16_NEG_INF_WIDE = 0xFF800000
@@ -56,7 +57,9 @@ class WorkloadError(ValueError):
 class Workload:
     """One sampling step: ``batch`` rows of ``block_len`` positions over ``vocab`` logits.
 
-    ``k`` is the number of tokens to transfer per row; ``v_chunk`` the logits per prefetch.
+    ``k`` is the number of tokens to transfer per row; ``v_chunk`` the logits per prefetch;
+    ``logits_format`` how they sit in HBM: ``bf16`` or the core's MX format
+    (:attr:`DplenaConfig.mx_format`; ``mxfp8`` names ``mxfp8_e4m3``).
     """
 
     batch: int
@@ -159,8 +162,9 @@ def _check(cfg: DplenaConfig, wl: Workload) -> None:
         fail(f"k needs {wl.batch} values in [0, k_max = {cfg.k_max}], got {list(wl.k)}")
     if wl.v_chunk < wl.vocab and wl.v_chunk % cfg.vlen:
         fail(f"V_chunk must be a multiple of VLEN ({cfg.vlen}) when it is smaller than V")
-    if wl.logits_format not in ("mxfp8", "bf16"):
-        fail(f"logits_format {wl.logits_format!r}; allowed: mxfp8, bf16")
+    if stream_format(cfg, wl) is None:
+        fail(f"logits_format {wl.logits_format!r}; this core's dequantiser decodes "
+             f"{cfg.mx_format} (its config's), or takes bf16")
     if not -(1 << 31) <= wl.mask_id < (1 << 31):
         fail("mask_id must fit int32")
     buffer_rows = -(-min(wl.v_chunk, wl.vocab) // cfg.vlen)
@@ -175,6 +179,16 @@ def _check(cfg: DplenaConfig, wl: Workload) -> None:
         fail(f"INT SRAM needs 2*B*L + B = {2 * bl + wl.batch} words, has {cfg.int_sram_words}")
     if bl >= 1 << 31 or wl.vocab >= 1 << 31:
         fail("sizes must fit int32")
+
+
+def stream_format(cfg: DplenaConfig, wl: Workload) -> str | None:
+    """``wl``'s logits format by its canonical name if ``cfg``'s core can stream it (``bf16``
+    or the dequantiser's MX format), else None."""
+    try:
+        fmt = canonical_format(wl.logits_format)
+    except (ValueError, TypeError):
+        return None
+    return fmt if fmt in ("bf16", cfg.mx_format) else None
 
 
 def _row_steps(wl: Workload, stable_max: str) -> list[tuple]:
@@ -244,7 +258,7 @@ def generate(cfg: DplenaConfig, wl: Workload) -> Program:
     rows = {"buffer_a": 0, "buffer_b": half, "confidence": half + buffer_rows,
             "valid": half + buffer_rows + 1, "transfer": half + buffer_rows + 2}
     x0_base, k_base = bl, 2 * bl
-    fmt_bits = PREFETCH_BF16 if wl.logits_format == "bf16" else 0
+    fmt_bits = PREFETCH_BF16 if stream_format(cfg, wl) == "bf16" else 0
     steps = _row_steps(wl, cfg.stable_max)
     first_count = steps[0][0]
 

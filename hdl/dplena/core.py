@@ -1,4 +1,4 @@
-"""The d-PLENA sampling core (paper Fig. 3): sequencer, memories, MXFP8 streaming and the units.
+"""The d-PLENA sampling core (paper Fig. 3): sequencer, memories, MX logits streaming and the units.
 
 ``dplena_core`` runs Algorithm 2 (one diffusion sampling step over a block) from its
 instruction memory. It is a structural top (a
@@ -10,9 +10,10 @@ Amaranth component), so no VLEN-wide vector passes through an Amaranth conversio
   SRAM, the token-ID output FIFO, the scalar FP unit, the top-k unit and the INT select lane.
   It drives the vector side only with addresses and commands; of a Vector SRAM row it sees
   lanes ``0..L-1`` (the L-element vectors of phases 3-4).
-* ``vector_sram``: ``VLEN / W`` banks (:class:`VectorSramBank`) of ``W = hbm_bytes_per_cycle``
-  lanes. Each bank has two halves (row MSB) with one read and one write port each, so the
-  prefetch of one buffer and the in-place writes to the other proceed in the same cycle; a
+* ``vector_sram``: ``VLEN / G`` banks (:class:`VectorSramBank`) of ``G = cfg.bank_lanes``
+  lanes, one dequantiser write (``hbm_bytes_per_cycle``, or twice that for 6- and 4-bit MX).
+  Each bank has two halves (row MSB) with one read and one write port each, so the prefetch
+  of one buffer and the in-place writes to the other proceed in the same cycle; a
   same-half collision stalls the prefetch for that cycle (:class:`VectorSramWriteArbiter`).
 * :class:`~memwall.hdl.dplena.dequant.Dequantiser` between the HBM beat port and the banks.
 * :class:`~memwall.hdl.dplena.reduction.ReductionUnit` and
@@ -56,7 +57,7 @@ class VectorSramBank(wiring.Component):
     Parameters
     ----------
     lanes : int
-        Lanes per bank (``W``).
+        Lanes per bank (``G``, one dequantiser write).
     rows : int
         Rows of the whole SRAM (power of two >= 2).
     """
@@ -109,7 +110,7 @@ class VectorSramWriteArbiter(wiring.Component):
     Parameters
     ----------
     banks : int
-        Banks of the Vector SRAM (``VLEN / W``).
+        Banks of the Vector SRAM (``VLEN / G``).
     row_bits : int
         Row address width (>= 1).
 
@@ -166,8 +167,8 @@ class DplenaCore(Structural):
         vlen, L, W, rows = cfg.vlen, cfg.block_len, cfg.bank_lanes, cfg.vector_sram_rows
         row_bits = exact_log2(rows)
         seq = netlist.instance("sequencer", Sequencer(cfg))
-        dq = netlist.instance("dequantiser",
-                              Dequantiser(vlen, cfg.hbm_bytes_per_cycle, row_bits))
+        dq = netlist.instance(
+            "dequantiser", Dequantiser(vlen, cfg.hbm_bytes_per_cycle, row_bits, cfg.mx_format))
         arbiter = netlist.instance("bank_arbiter", VectorSramWriteArbiter(cfg.banks, row_bits))
         banks = netlist.instances("bank", lambda: VectorSramBank(W, rows), cfg.banks)
         reduction = netlist.instance("reduction", ReductionUnit(vlen, cfg.stages.add_fp32))

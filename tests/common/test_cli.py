@@ -87,7 +87,7 @@ def test_console_script_exit_status(tmp_path):
 
 # --- golden dplena -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("fmt", ["bf16", "mxfp8"])
+@pytest.mark.parametrize("fmt", ["bf16", "mxfp8", "mxfp6_e2m3", "mxfp4_e2m1"])
 def test_golden_dplena(tmp_path, capsys, fmt):
     arrays = _workload()
     code, out = _golden(tmp_path, arrays, "--logits-format", fmt)
@@ -349,11 +349,36 @@ def test_model_dplena_json(capsys):
     (["--workload", "16,64,100,1"], "L = 64 must be in [1, 32]"),
     (["--workload", "16,32,126464,1", "--v-chunk", "1000"], "multiple of vlen"),
     ([], "required: --workload"),
+    # dplena512's dequantiser decodes MXFP8 E4M3: a 4-bit stream is another core's.
+    (["--workload", "1,32,1000,1", "--logits-format", "mxfp4_e2m1"],
+     "this core's dequantiser decodes mxfp8_e4m3 (its config's), or takes bf16"),
+    (["--workload", "1,32,1000,1", "--logits-format", "fp4"], "invalid choice: 'fp4'"),
 ])
 def test_model_dplena_bad_input(argv, needle, capsys):
     assert main(["model", "dplena", "--config", "dplena512", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("memwall: error: ") and needle in err
+
+
+def test_model_dplena_per_format(tmp_path, capsys):
+    """A core built for MXFP4 (its config's logits_format) streams MXFP4 or BF16: the CLI's
+    cycles are the report's row, and the bound is the 4.25-bit logits' port time."""
+    cfg = tmp_path / "dplena2048_mxfp4.yaml"
+    cfg.write_text((paths.CONFIGS / "dplena2048.yaml").read_text()
+                   .replace("logits_format: mxfp8_e4m3", "logits_format: mxfp4_e2m1"))
+    assert main(["model", "dplena", "--config", str(cfg), "--workload", "16,32,126464,1",
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["workload"]["logits_format"] == "mxfp4_e2m1"
+    report = json.loads((paths.REPORTS / "dplena" / "cycles.json").read_text())
+    (row,) = [r for r in report["formats"]
+              if (r["vlen"], r["logits_format"]) == (2048, "mxfp4_e2m1")]
+    assert (result["cycles"], result["bound_cycles"]) == (row["cycles"], row["bound_cycles"])
+    # 16 x 32 rows of 126464 logits: 4 bits each plus a scale byte per 32, over 64 B a cycle.
+    assert result["bound_cycles"] == 16 * 32 * (126464 // 2 + 126464 // 32) / 64
+    assert main(["model", "dplena", "--config", str(cfg), "--workload", "16,32,126464,1",
+                 "--logits-format", "bf16", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["bound_cycles"] == 16 * 32 * 126464 * 2 / 64
 
 
 def test_model_dplena_workload_too_big_for_sram(capsys):

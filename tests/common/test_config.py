@@ -120,7 +120,13 @@ BAD = {
     "block_len_range": ("unit: dplena\nblock_len: 1\nk_max: 1\n",
                         ["block_len must be an integer in [2, 256]"]),
     "format": ("unit: dplena\nlogits_format: fp4\n",
-               ["logits_format must be one of 'mxfp8_e4m3', 'bf16'"]),
+               ["logits_format must be one of 'mxfp8_e4m3', 'mxfp8_e5m2', 'mxfp6_e3m2', "
+                "'mxfp6_e2m3', 'mxfp4_e2m1', 'bf16'"]),
+    # A 4-bit write is twice the port's bytes in lanes: more than a 32-lane row.
+    "format_too_wide": ("unit: dplena\nvlen: 32\nblock_len: 8\nk_max: 8\n"
+                        "hbm_bytes_per_cycle: 32\nlogits_format: mxfp4_e2m1\n",
+                        ["a mxfp4_e2m1 write of 64 elements", "at most vlen (32)",
+                         "hbm_bytes_per_cycle at most 16"]),
     "k_max_gt_block_len": ("unit: dplena\nblock_len: 8\nk_max: 9\n",
                            ["k_max: 9", "k_max must be at most block_len (8)"]),
     "unknown_key": ("unit: dplena\nvlen: 16\nvlen_max: 32\n",

@@ -114,3 +114,26 @@ def test_paper_config_smoke():
     logits, x, k = _case(13, 1, 4, 1500, cfg.k_max)
     wl = Workload(1, 4, 1500, 1024, (2,), MASK_ID, "mxfp8")
     _check(cfg, wl, logits, x, run_core(cfg, wl, logits, x))
+
+
+#: A core for the 6- and 4-bit formats at the regression's size: dplena32 at 64 lanes, so one
+#: write of 2 W = 64 elements fills a row (one bank).
+NARROW_CASES = {
+    # MXFP4: a beat a write; V = 300 over 5 chunks, the rescale across them.
+    "mxfp4-fused": ("mxfp4_e2m1", "mxfp4_e2m1", "fused", 2, 8, 300, 64),
+    # MXFP6: a write every beat and a half, chunks not a multiple of a group's three beats.
+    "mxfp6-two_pass": ("mxfp6_e3m2", "mxfp6_e3m2", "two_pass", 2, 6, 450, 192),
+    # BF16 prefetches on a 4-bit core: four beats gathered per write.
+    "mxfp4-core-bf16": ("mxfp4_e2m1", "bf16", "fused", 2, 5, 200, 128),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NARROW_CASES))
+def test_narrow_formats_match_golden(case):
+    core_fmt, fmt, mode, batch, block_len, vocab, v_chunk = NARROW_CASES[case]
+    cfg = dataclasses.replace(load_config("dplena32"), vlen=64, vector_sram_kib=8,
+                              logits_format=core_fmt, stable_max=mode)
+    assert cfg.bank_lanes == 64 and cfg.banks == 1
+    logits, x, k = _case(sum(map(ord, case)), batch, block_len, vocab, cfg.k_max)
+    wl = Workload(batch, block_len, vocab, v_chunk, tuple(k), MASK_ID, fmt)
+    _check(cfg, wl, logits, x, run_core(cfg, wl, logits, x))

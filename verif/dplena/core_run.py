@@ -18,8 +18,8 @@ import numpy as np
 from memwall.families.dplena.config import DplenaConfig
 from memwall.golden.common.formats import BF16
 from memwall.golden.dplena.interpreter import Prefetch, stream_beats
-from memwall.golden.dplena.mxfp8 import quantize
-from memwall.golden.dplena.program import Program, Workload, generate
+from memwall.golden.dplena.mx import quantize
+from memwall.golden.dplena.program import Program, Workload, generate, stream_format
 from memwall.golden.dplena.sampling import prepare_logits
 from memwall.hdl.dplena.core import TOP_NAME, DplenaCore
 
@@ -30,20 +30,21 @@ __all__ = ["step_prefetches", "hbm_beats", "write_job", "step_job", "run_words",
 def step_prefetches(program: Program, logits) -> list[Prefetch]:
     """The data of every prefetch of ``program``, in program order.
 
-    ``logits`` is float32 (B, L, V); MXFP8 quantises whole rows (blocks of 32 along V), BF16
-    rounds to nearest even.
+    ``logits`` is float32 (B, L, V); an MX format quantises whole rows (blocks of 32 along V),
+    BF16 rounds to nearest even.
     """
     z = np.asarray(logits, dtype=np.float32)
-    if program.workload.logits_format == "mxfp8":
-        elements, scales = quantize(z)
+    fmt = stream_format(program.cfg, program.workload)
+    if fmt != "bf16":
+        elements, scales = quantize(z, fmt)
     else:
         bits = prepare_logits(z, "bf16")
     data = []
     for p in program.prefetches:
-        if program.workload.logits_format == "mxfp8":
+        if fmt != "bf16":
             first, last = p.start // 32, -(-(p.start + p.count) // 32)
             data.append(Prefetch(elements=elements[p.b, p.l, p.start:p.start + p.count],
-                                 scales=scales[p.b, p.l, first:last]))
+                                 scales=scales[p.b, p.l, first:last], fmt=fmt))
         else:
             data.append(Prefetch(bits=bits[p.b, p.l, p.start:p.start + p.count]))
     return data

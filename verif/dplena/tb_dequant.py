@@ -1,7 +1,8 @@
-"""cocotb testbench: MXFP8/BF16 dequantiser and Vector SRAM write engine.
+"""cocotb testbench: MX/BF16 dequantiser and Vector SRAM write engine.
 
+The dequantiser is built for the MX format of the ``fmt`` parameter (default MXFP8 E4M3).
 Prefetches are laid out as HBM beats by :mod:`memwall.golden.dplena.hbm` and their expected BF16
-lanes come from :func:`memwall.golden.dplena.mxfp8.dequantize` (or are the BF16 input itself). One
+lanes come from :func:`memwall.golden.dplena.mx.dequantize` (or are the BF16 input itself). One
 monitor samples every clock edge: it checks ``busy`` against a cycle model (high from the accepting
 edge of a non-empty command until the edge that accepts its last write), that beats and writes only
 move while busy, and records each write's row, bank and lanes, which are then compared with the
@@ -22,16 +23,17 @@ from memwall.golden.dplena.hbm import (
     num_beats,
     prefetch_beats_bf16,
     prefetch_beats_mx,
+    write_lanes,
 )
-from memwall.golden.dplena.mxfp8 import dequantize, num_blocks, quantize
-from memwall.hdl.dplena.dequant import dequant_cmd_layout
+from memwall.golden.dplena.mx import dequantize, mx_format, num_blocks, quantize
+from memwall.hdl.dplena.dequant import DEFAULT_FORMAT, dequant_cmd_layout
 from memwall.verif.common.runner import tb_params
 from memwall.verif.common.streams import Scoreboard, StreamSource, pack_struct, start, unpack_lanes
 
 
 @dataclass
 class Prefetch:
-    fmt: str                 # "mxfp8" | "bf16"
+    fmt: str                 # an MX format name or "bf16"
     row: int
     expected: np.ndarray     # uint16 BF16 bits, one per element
     words: list[int]         # HBM beats as port words
@@ -49,9 +51,10 @@ class Prefetch:
         return -(-self.count // w)
 
 
-def mx_prefetch(elements: np.ndarray, scales: np.ndarray, row: int, w: int) -> Prefetch:
-    return Prefetch("mxfp8", row, dequantize(elements, scales),
-                    beats_to_words(prefetch_beats_mx(elements, scales, w)))
+def mx_prefetch(elements: np.ndarray, scales: np.ndarray, row: int, w: int,
+                fmt: str = DEFAULT_FORMAT) -> Prefetch:
+    return Prefetch(fmt, row, dequantize(elements, scales, fmt),
+                    beats_to_words(prefetch_beats_mx(elements, scales, w, fmt)))
 
 
 def bf16_prefetch(bits: np.ndarray, row: int, w: int) -> Prefetch:
@@ -67,7 +70,9 @@ class DequantTestbench:
         params = tb_params()
         self.dut = dut
         self.vlen, self.w, self.row_bits = params["vlen"], params["beat_bytes"], params["row_bits"]
-        self.banks = self.vlen // self.w
+        self.fmt = params.get("fmt", DEFAULT_FORMAT)
+        self.lanes = write_lanes(self.fmt, self.w)     # elements per write
+        self.banks = self.vlen // self.lanes
         self.layout = dequant_cmd_layout(self.row_bits)
         self.beat_idle, self.cmd_idle, self.ready_prob = beat_idle, cmd_idle, ready_prob
         self.board = Scoreboard(dut._name, dut._log)
@@ -138,7 +143,7 @@ class DequantTestbench:
                 else:
                     current.writes.append((int(dut.wr_row.value), int(dut.wr_bank.value),
                                            dut.wr_data.value.to_unsigned()))
-                    if len(current.writes) == current.num_writes(self.w):
+                    if len(current.writes) == current.num_writes(self.lanes):
                         busy_model = False
                         current.done_edge = edge
             if cmd_fire:
@@ -165,24 +170,24 @@ class DequantTestbench:
         idle = lane_elem if bf16 else lane_raw
         if idle.value.to_unsigned():
             self.error(f"edge {edge}: lane_{'elem' if bf16 else 'raw'} is not zero in "
-                       f"{'BF16' if bf16 else 'MXFP8'} mode")
+                       f"{'BF16' if bf16 else self.fmt} mode")
 
     def _score(self, prefetches: list[Prefetch]) -> None:
-        w, mask = self.w, (1 << self.row_bits) - 1
+        w, g, mask = self.w, self.lanes, (1 << self.row_bits) - 1
         for n, p in enumerate(prefetches):
             label = f"prefetch {n} ({p.fmt}, count {p.count}, row {p.row})"
             want_beats = num_beats(p.count, p.fmt, w)
-            if p.beats_taken != want_beats or len(p.writes) != p.num_writes(w):
+            if p.beats_taken != want_beats or len(p.writes) != p.num_writes(g):
                 self.error(f"{label}: {p.beats_taken} beats taken (expected {want_beats}), "
-                           f"{len(p.writes)} writes (expected {p.num_writes(w)})")
+                           f"{len(p.writes)} writes (expected {p.num_writes(g)})")
             for k, (row, bank, word) in enumerate(p.writes):
                 want_row, want_bank = (p.row + k // self.banks) & mask, k % self.banks
                 if (row, bank) != (want_row, want_bank):
                     self.error(f"{label} write {k}: row {row} bank {bank}, expected row "
                                f"{want_row} bank {want_bank}")
-                valid = min(w, p.count - k * w)
-                lanes = unpack_lanes(word, 16, w)[:valid].astype(np.uint16)
-                self.board.compare(f"{label} write {k}", p.expected[k * w:k * w + valid], lanes)
+                valid = min(g, p.count - k * g)
+                lanes = unpack_lanes(word, 16, g)[:valid].astype(np.uint16)
+                self.board.compare(f"{label} write {k}", p.expected[k * g:k * g + valid], lanes)
         if self.extra_writes:
             self.error(f"{self.extra_writes} writes outside any prefetch")
         assert not self.errors, f"{len(self.errors)} protocol errors; first: {self.errors[0]}"
@@ -214,16 +219,17 @@ def random_prefetch(rng: np.random.Generator, w: int, row_bits: int, fmt: str, c
         return bf16_prefetch(rng.integers(0, 1 << 16, count, dtype=np.uint16), row, w)
     if rng.random() < 0.3:        # realistic logits through the golden quantiser
         x = (rng.standard_normal(count) * np.exp2(rng.uniform(-8, 8))).astype(np.float32)
-        elements, scales = quantize(x)
+        elements, scales = quantize(x, fmt)
     else:
-        elements = rng.integers(0, 256, count, dtype=np.uint8)
+        elements = rng.integers(0, 1 << mx_format(fmt).bits, count, dtype=np.uint8)
         scales = random_scales(rng, num_blocks(count))
-    return mx_prefetch(elements, scales, row, w)
+    return mx_prefetch(elements, scales, row, w, fmt)
 
 
 def random_counts(rng: np.random.Generator, w: int, n: int) -> list[int]:
     group = 32 * w
     directed = [0, 1, 31, 32, 33, w - 1, w, w + 1, w // 2, w // 2 + 1, 3 * w // 2,
+                2 * w - 1, 2 * w, 2 * w + 1, 4 * w // 3, 4 * w // 3 + 1, 3 * w, 4 * w + 5,
                 group - 1, group, group + 1, 2 * group + w + 17]
     counts = list(directed)
     while len(counts) < n:
@@ -234,19 +240,23 @@ def random_counts(rng: np.random.Generator, w: int, n: int) -> list[int]:
 
 @cocotb.test()
 async def exhaustive_lanes(dut):
-    """All 2**16 (element, scale) pairs through the lanes in one MXFP8 prefetch (no stalls),
-    then a BF16 and a short MXFP8 prefetch; also checks the no-stall cycle counts."""
+    """All 2**(bits + 8) (element, scale) pairs through the lanes in one MX prefetch (no
+    stalls), then a BF16 and a short MX prefetch; also checks the no-stall cycle counts."""
     params = tb_params()
     w, row_bits = params["beat_bytes"], params["row_bits"]
+    fmt = params.get("fmt", DEFAULT_FORMAT)
+    codes = 1 << mx_format(fmt).bits
     rng = np.random.default_rng(cocotb.RANDOM_SEED)
-    # Block b (32 elements) has scale perm[b // 8]; each scale's 8 blocks hold all 256 elements.
-    scales = np.repeat(rng.permutation(256).astype(np.uint8), 8)
-    elements = np.concatenate([rng.permutation(256) for _ in range(256)]).astype(np.uint8)
+    # Every scale covers max(1, codes / 32) blocks of 32 elements holding every code.
+    blocks = max(1, codes // 32)
+    scales = np.repeat(rng.permutation(256).astype(np.uint8), blocks)
+    elements = np.concatenate([rng.permutation(np.resize(np.arange(codes), 32 * blocks))
+                               for _ in range(256)]).astype(np.uint8)
     pairs = set(zip(np.repeat(scales, 32).tolist(), elements.tolist(), strict=True))
-    assert len(pairs) == 1 << 16
-    prefetches = [mx_prefetch(elements, scales, 3, w),
+    assert len(pairs) == codes * 256
+    prefetches = [mx_prefetch(elements, scales, 3, w, fmt),
                   random_prefetch(rng, w, row_bits, "bf16", 5 * w + 3),
-                  random_prefetch(rng, w, row_bits, "mxfp8", 40 * w + 5)]
+                  random_prefetch(rng, w, row_bits, fmt, 40 * w + 5)]
     tb = DequantTestbench(dut)
     await tb.run(prefetches)
     for n, p in enumerate(prefetches):
@@ -264,9 +274,10 @@ async def random_stream(dut):
     """Random prefetches of both formats, beat idle gaps and write backpressure."""
     params = tb_params()
     w, row_bits = params["beat_bytes"], params["row_bits"]
+    fmt = params.get("fmt", DEFAULT_FORMAT)
     rng = np.random.default_rng(cocotb.RANDOM_SEED)
     counts = random_counts(rng, w, params.get("prefetches", 30))
-    prefetches = [random_prefetch(rng, w, row_bits, str(rng.choice(["mxfp8", "bf16"])), c)
+    prefetches = [random_prefetch(rng, w, row_bits, str(rng.choice([fmt, "bf16"])), c)
                   for c in counts]
     tb = DequantTestbench(dut, beat_idle=0.25, cmd_idle=0.3, ready_prob=0.6)
     await tb.run(prefetches)

@@ -9,6 +9,7 @@ import re
 from memwall.command import UsageError, check_sim_cycles, output_path, positive_int
 from memwall.family import Command
 from memwall.files import dumps_json
+from memwall.golden.dplena.hbm import ALIASES, FORMATS
 from memwall.inputs import shown
 
 __all__ = ["COMMANDS"]
@@ -16,9 +17,10 @@ __all__ = ["COMMANDS"]
 
 def _stream_options(parser: argparse.ArgumentParser) -> None:
     """How logits reach the core: the same two options on golden, model and run."""
-    parser.add_argument("--logits-format", choices=["bf16", "mxfp8"], default=None,
-                        help="how logits are held in HBM before dequantisation "
-                             "(default: the config's logits_format)")
+    parser.add_argument("--logits-format", choices=[*FORMATS, *ALIASES], default=None,
+                        help="how logits are held in HBM before dequantisation (default: the "
+                             "config's logits_format; mxfp8 is mxfp8_e4m3); golden takes any, "
+                             "model and run bf16 or the MX format the config's core decodes")
     parser.add_argument("--v-chunk", type=positive_int, default=None,
                         help="logits per prefetch chunk (default: the largest that fits "
                              "the config's Vector SRAM, evened out)")
@@ -62,7 +64,6 @@ def _workload(cfg, args, shape, k, mask_id, check=None):
     from memwall.golden.dplena.program import Workload, WorkloadError, generate
 
     fmt = args.logits_format or cfg.logits_format
-    fmt = "mxfp8" if fmt.startswith("mxfp8") else fmt
     batch, block_len, vocab = shape
     wl = Workload(batch, block_len, vocab, _v_chunk(cfg, args, vocab),
                   tuple(int(v) for v in k), mask_id=int(mask_id), logits_format=fmt)

@@ -37,10 +37,14 @@ from memwall.config import (
     pdk_clocks,
     power_of_two,
 )
+from memwall.golden.dplena.hbm import write_lanes
+from memwall.golden.dplena.mx import FORMATS as MX_FORMATS
 
 __all__ = ["DplenaConfig", "FpStages", "BLOCK_MAX_STAGES", "block_max_stages", "max_fp_stages",
            "tree_latency", "sum_fold_cycles"]
 
+#: The MX format of a core whose logits_format is bf16 (the dequantiser first built).
+DEFAULT_MX_FORMAT = "mxfp8_e4m3"
 
 #: The deepest pipeline each FP block of the core allows, by :class:`FpStages` field: the
 #: largest depth of each block's ``DEPTHS`` table (:mod:`memwall.hdl.common.fp`,
@@ -182,8 +186,12 @@ class DplenaConfig(UnitConfig):
                              "the clock period written to the SDC and config.mk is a finite "
                              "0.1 .. 1e6 ns")
     compute_format: str = field("bf16", one_of("bf16"), "vector/scalar FP format")
-    logits_format: str = field("mxfp8_e4m3", one_of("mxfp8_e4m3", "bf16"),
-                               "format of logits in HBM")
+    logits_format: str = field("mxfp8_e4m3", one_of(*MX_FORMATS, "bf16"),
+                               "format of logits in HBM: the OCP MX format the dequantiser is "
+                               "built for (8-bit elements write hbm_bytes_per_cycle lanes a "
+                               "cycle, 6- and 4-bit ones twice as many), or bf16 (a core whose "
+                               "dequantiser decodes mxfp8_e4m3); a prefetch may always ask for "
+                               "BF16 passthrough instead")
     int_width: int = field(32, one_of(32), "INT SRAM / token-ID width in bits")
     stable_max: str = field("fused", one_of("fused", "two_pass"),
                             "softmax structure of the generated program: one streaming pass with "
@@ -230,10 +238,12 @@ class DplenaConfig(UnitConfig):
         if self.block_len > self.vlen:
             raise ConfigError(f"block_len: {self.block_len} — an L-element vector must fit one "
                               f"Vector SRAM row, so block_len must be at most vlen ({self.vlen})")
-        if self.hbm_bytes_per_cycle > self.vlen:
-            raise ConfigError(f"hbm_bytes_per_cycle: {self.hbm_bytes_per_cycle} — a beat fills "
-                              f"one bank of a Vector SRAM row, so it must be at most vlen "
-                              f"({self.vlen})")
+        if self.bank_lanes > self.vlen:
+            raise ConfigError(f"hbm_bytes_per_cycle: {self.hbm_bytes_per_cycle} — a "
+                              f"{self.mx_format} write of {self.bank_lanes} elements fills one "
+                              f"bank of a Vector SRAM row, so it must be at most vlen "
+                              f"({self.vlen}): hbm_bytes_per_cycle at most "
+                              f"{self.vlen * self.hbm_bytes_per_cycle // self.bank_lanes}")
         if self.vector_sram_rows < 8:
             raise ConfigError(f"vector_sram_kib: {self.vector_sram_kib} — holds "
                               f"{self.vector_sram_rows} rows of {self.vlen} BF16 elements; "
@@ -252,9 +262,16 @@ class DplenaConfig(UnitConfig):
         return self.vector_sram_kib * 1024 // (2 * self.vlen)
 
     @property
+    def mx_format(self) -> str:
+        """The MX format the dequantiser decodes: ``logits_format``, or MXFP8 E4M3 on a core
+        whose logits are BF16 by default."""
+        return DEFAULT_MX_FORMAT if self.logits_format == "bf16" else self.logits_format
+
+    @property
     def bank_lanes(self) -> int:
-        """Lanes per Vector SRAM bank: one HBM beat of MXFP8 elements fills one bank."""
-        return self.hbm_bytes_per_cycle
+        """Lanes per Vector SRAM bank: one dequantiser write (``golden.dplena.hbm.write_lanes``:
+        one HBM beat of 8-bit elements, two beats' worth of 4-bit ones)."""
+        return write_lanes(self.mx_format, self.hbm_bytes_per_cycle)
 
     @property
     def banks(self) -> int:

@@ -140,6 +140,7 @@ def _stream_properties(cfg) -> list[Property]:
     st, vlen, name = cfg.stages, cfg.vlen, cfg.name
     row_bits = exact_log2(cfg.vector_sram_rows)
     beat = cfg.hbm_bytes_per_cycle
+    mx_label = "MXFP8" if cfg.mx_format == "mxfp8_e4m3" else cfg.mx_format
     y = {"o": ("y",)}
     red_latency = tree_latency(exact_log2(vlen), st.add_fp32)
     controls = lockstep_controls(cfg)
@@ -183,14 +184,16 @@ def _stream_properties(cfg) -> list[Property]:
             f"result streams {_PROTOCOL}. k-induction (depth 3), with the invariant that no "
             "result is held while a SUM folds.", depth=3, invariants=_accumulator_invariant("")),
         stream_protocol(
-            "dplena_dequant_control_streams", lambda: DequantControl(vlen, beat, row_bits),
+            "dplena_dequant_control_streams",
+            lambda: DequantControl(vlen, beat, row_bits, cfg.mx_format),
             f"dequantiser control of {name} ({beat}-byte beats, {row_bits}-bit rows): it only "
             "consumes streams (cmd, beat); its Vector SRAM write (wr_valid/wr_ready with "
             f"wr_row, wr_bank) and the streams {_PROTOCOL}. k-induction (depth 3).",
             depth=3, handshakes={"wr": ("wr_valid", "wr_ready", ("wr_row", "wr_bank"))}),
         stream_protocol(
-            "dplena_dequantiser_streams", lambda: Dequantiser(vlen, beat, row_bits),
-            f"MXFP8 dequantiser of {name} (control and {beat} lanes): cmd and beat consumed; "
+            "dplena_dequantiser_streams", lambda: Dequantiser(vlen, beat, row_bits, cfg.mx_format),
+            f"{mx_label} dequantiser of {name} (control and {cfg.bank_lanes} lanes): cmd and "
+            "beat consumed; "
             "its Vector SRAM write (wr_valid/wr_ready with wr_row, wr_bank and the lanes' "
             f"wr_data) and the streams {_PROTOCOL}. k-induction (depth 3).",
             depth=3,
