@@ -37,14 +37,16 @@ import numpy as np
 from memwall.golden.dplena.mx import BLOCK, mx_format, num_blocks
 from memwall.golden.dplena.mx import FORMATS as MX_FORMATS
 
-__all__ = ["MX_GROUP_BEATS", "FORMATS", "canonical_format", "group_data_beats", "write_lanes",
-           "prefetch_beats_mx", "prefetch_beats_bf16", "num_beats", "beats_to_words"]
+__all__ = ["MX_GROUP_BEATS", "FORMATS", "DEFAULT_FORMAT", "canonical_format", "group_data_beats",
+           "write_lanes", "prefetch_beats_mx", "prefetch_beats_bf16", "num_beats", "beats_to_words"]
 
 MX_GROUP_BEATS = 32
 """Data beats per MXFP8 group: one scale beat of ``W`` scales covers ``32 * W`` elements."""
 FORMATS = ("bf16", *MX_FORMATS)
 #: The name this module (and the workloads built on it) once used for MXFP8 E4M3.
 ALIASES = {"mxfp8": "mxfp8_e4m3"}
+#: The MX format the dequantiser was first built for: the default wherever one is not named.
+DEFAULT_FORMAT = "mxfp8_e4m3"
 
 
 def canonical_format(fmt: str) -> str:
@@ -93,9 +95,9 @@ def _check_vector(name: str, a, dtype) -> np.ndarray:
     return a
 
 
-def _group_beats(n_group: int, bits: int, w: int) -> int:
+def _group_beats(n_group: int, fmt: str, w: int) -> int:
     """Data beats of a group of ``n_group`` elements: whole writes, then whole beats."""
-    lanes = w if bits == 8 else 2 * w
+    lanes, bits = write_lanes(fmt, w), mx_format(fmt).bits
     writes = -(-n_group // lanes)
     return -(-writes * lanes * bits // (8 * w))
 
@@ -116,11 +118,11 @@ def num_beats(n: int, fmt: str, beat_bytes: int) -> int:
     bits = mx_format(fmt).bits
     group = BLOCK * w
     full, rest = divmod(n, group)
-    return full * (1 + 4 * bits) + (1 + _group_beats(rest, bits, w) if rest else 0)
+    return full * (1 + 4 * bits) + (1 + _group_beats(rest, fmt, w) if rest else 0)
 
 
 def prefetch_beats_mx(elements: np.ndarray, scales: np.ndarray, beat_bytes: int,
-                      fmt: str = "mxfp8_e4m3") -> np.ndarray:
+                      fmt: str = DEFAULT_FORMAT) -> np.ndarray:
     """HBM beats of an MX prefetch: per group a scale beat, then its data beats.
 
     Parameters
@@ -159,7 +161,7 @@ def prefetch_beats_mx(elements: np.ndarray, scales: np.ndarray, beat_bytes: int,
         block0 = start // BLOCK
         group_scales = scales[block0:block0 + num_blocks(len(part))]
         beats[row, :len(group_scales)] = group_scales
-        data_beats = _group_beats(len(part), bits, w)
+        data_beats = _group_beats(len(part), fmt, w)
         # Element i's bits at i*b .. i*b + b - 1 of one little-endian bit string.
         stream = np.zeros(data_beats * w * 8, dtype=np.uint8)
         codes = np.unpackbits(part[:, None], axis=1, bitorder="little")[:, :bits]

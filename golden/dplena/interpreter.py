@@ -39,7 +39,12 @@ from memwall.golden.common.fparith import (
     reduce_sum,
 )
 from memwall.golden.common.transcendental import bf16_exp, bf16_recip
-from memwall.golden.dplena.hbm import num_beats, prefetch_beats_bf16, prefetch_beats_mx
+from memwall.golden.dplena.hbm import (
+    DEFAULT_FORMAT,
+    num_beats,
+    prefetch_beats_bf16,
+    prefetch_beats_mx,
+)
 from memwall.golden.dplena.isa import (
     FIELDS,
     NUM_FP,
@@ -124,7 +129,7 @@ class Prefetch:
     """The logits one ``H_PREFETCH_V`` streams: BF16 bit patterns (``bits``), or the codes of
     MX format ``fmt`` (``elements``) with one ``scales`` byte per 32 of them."""
 
-    def __init__(self, bits=None, elements=None, scales=None, fmt: str = "mxfp8_e4m3"):
+    def __init__(self, bits=None, elements=None, scales=None, fmt: str = DEFAULT_FORMAT):
         self.bits, self.elements, self.scales, self.fmt = bits, elements, scales, fmt
 
     def values(self) -> np.ndarray:

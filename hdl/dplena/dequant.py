@@ -31,7 +31,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from memwall.golden.common.formats import BF16
-from memwall.golden.dplena.hbm import group_data_beats, write_lanes
+from memwall.golden.dplena.hbm import DEFAULT_FORMAT, group_data_beats, write_lanes
 from memwall.golden.dplena.mx import FORMATS as MX_FORMATS
 from memwall.hdl.common.structural import Netlist, Structural
 
@@ -40,8 +40,6 @@ __all__ = ["DequantLane", "DequantControl", "Dequantiser", "dequant_cmd_layout",
 
 MX_BLOCK = 32          # elements per E8M0 scale (OCP MX)
 MX_GROUP_BEATS = 32    # MXFP8 data beats per scale beat (golden.hbm.MX_GROUP_BEATS)
-#: The format the dequantiser was first built for; its modules keep their parameter-free names.
-DEFAULT_FORMAT = "mxfp8_e4m3"
 
 
 def _mx(fmt):
@@ -51,6 +49,7 @@ def _mx(fmt):
 
 
 def _fmt_params(fmt: str) -> dict:
+    """The default format's modules keep their parameter-free names (and their Verilog)."""
     return {} if fmt == DEFAULT_FORMAT else {"fmt": fmt}
 
 

@@ -37,14 +37,12 @@ from memwall.config import (
     pdk_clocks,
     power_of_two,
 )
+from memwall.golden.dplena.hbm import DEFAULT_FORMAT as DEFAULT_MX_FORMAT
 from memwall.golden.dplena.hbm import write_lanes
 from memwall.golden.dplena.mx import FORMATS as MX_FORMATS
 
 __all__ = ["DplenaConfig", "FpStages", "BLOCK_MAX_STAGES", "block_max_stages", "max_fp_stages",
            "tree_latency", "sum_fold_cycles"]
-
-#: The MX format of a core whose logits_format is bf16 (the dequantiser first built).
-DEFAULT_MX_FORMAT = "mxfp8_e4m3"
 
 #: The deepest pipeline each FP block of the core allows, by :class:`FpStages` field: the
 #: largest depth of each block's ``DEPTHS`` table (:mod:`memwall.hdl.common.fp`,
