@@ -34,19 +34,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from memwall.families.dplena.config import DEFAULT_MX_FORMAT, LOGITS_FORMAT_ALIASES, LOGITS_FORMATS
+from memwall.families.dplena.config import write_lanes as _spec_write_lanes
 from memwall.golden.dplena.mx import BLOCK, mx_format, num_blocks
-from memwall.golden.dplena.mx import FORMATS as MX_FORMATS
 
 __all__ = ["MX_GROUP_BEATS", "FORMATS", "DEFAULT_FORMAT", "canonical_format", "group_data_beats",
            "write_lanes", "prefetch_beats_mx", "prefetch_beats_bf16", "num_beats", "beats_to_words"]
 
 MX_GROUP_BEATS = 32
 """Data beats per MXFP8 group: one scale beat of ``W`` scales covers ``32 * W`` elements."""
-FORMATS = ("bf16", *MX_FORMATS)
+#: BF16 and the MX formats (the spec's names, which tests/dplena/test_mx.py checks against
+#: :data:`memwall.golden.dplena.mx.FORMATS`).
+FORMATS = LOGITS_FORMATS
 #: The name this module (and the workloads built on it) once used for MXFP8 E4M3.
-ALIASES = {"mxfp8": "mxfp8_e4m3"}
-#: The MX format the dequantiser was first built for: the default wherever one is not named.
-DEFAULT_FORMAT = "mxfp8_e4m3"
+ALIASES = LOGITS_FORMAT_ALIASES
+#: The MX format the dequantiser was first built for: the default wherever one is not named
+#: (the spec's, :data:`memwall.families.dplena.config.DEFAULT_MX_FORMAT`).
+DEFAULT_FORMAT = DEFAULT_MX_FORMAT
 
 
 def canonical_format(fmt: str) -> str:
@@ -67,10 +71,9 @@ def group_data_beats(fmt: str) -> int:
 
 def write_lanes(fmt: str, beat_bytes: int) -> int:
     """Elements per Vector SRAM write of a dequantiser built for ``fmt``: ``W`` for 8- and 16-bit
-    elements, ``2 W`` for 6- and 4-bit ones (what a 4-bit beat carries)."""
-    w = _check_beat_bytes(beat_bytes)
-    fmt = canonical_format(fmt)
-    return w if fmt == "bf16" or mx_format(fmt).bits == 8 else 2 * w
+    elements, ``2 W`` for 6- and 4-bit ones (what a 4-bit beat carries): the spec's rule
+    (:func:`memwall.families.dplena.config.write_lanes`), with ``fmt`` and ``beat_bytes`` checked."""
+    return _spec_write_lanes(canonical_format(fmt), _check_beat_bytes(beat_bytes))
 
 
 def _check_beat_bytes(beat_bytes) -> int:

@@ -107,6 +107,32 @@ def against_rule(me: str, imported: set[str]) -> list[str]:
     return found
 
 
+def test_every_module_imports_first():
+    """Each module of the layers and of memwall imports in an interpreter that has loaded no other
+    memwall module: an import cycle (a golden model importing its family's spec, whose package
+    imports a command that imports the golden model) fails only when a module is imported first,
+    as a cocotb testbench is, not when the tests happen to import it second."""
+    import subprocess
+    import sys
+    modules = [paths.module_of(p) for p in _sources(*LAYER_NAMES, "memwall")
+               if p.name != "__main__.py"]
+    script = ("import importlib, sys\n"
+              "failed = []\n"
+              "for name in sys.argv[1:]:\n"
+              "    for loaded in [m for m in sys.modules if m.startswith('memwall')]:\n"
+              "        del sys.modules[loaded]\n"
+              "    try:\n"
+              "        importlib.import_module(name)\n"
+              "    except Exception as exc:\n"
+              "        if \"has no attribute 'top'\" not in str(exc):  # needs a simulator\n"
+              "            failed.append(f'{name}: {exc!r}')\n"
+              "print('\\n'.join(failed))\n")
+    run = subprocess.run([sys.executable, "-c", script, *modules], capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip() == ""
+
+
 def test_imports_follow_the_layout_rule():
     found = [v for path in _sources(*LAYER_NAMES, "memwall") for v in violations(path)]
     assert found == []

@@ -33,6 +33,13 @@ def test_the_formats_are_the_spec_s():
     assert [mx.block_bytes(f) for f in mx.FORMATS.values()] == [33, 33, 25, 25, 17]
 
 
+def test_the_config_names_the_golden_formats():
+    """The spec states the formats a core may be built for (it imports no layer): the golden ones,
+    at their widths, in the same order."""
+    from memwall.families.dplena.config import MX_ELEMENT_BITS
+    assert list(MX_ELEMENT_BITS.items()) == [(f.name, f.bits) for f in mx.FORMATS.values()]
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_every_code_at_every_scale_dequantises_to_the_rounded_exact_value(name):
     """All 2**bits codes x all 255 finite scales, against float64 and one BF16 rounding."""

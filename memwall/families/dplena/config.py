@@ -37,12 +37,33 @@ from memwall.config import (
     pdk_clocks,
     power_of_two,
 )
-from memwall.golden.dplena.hbm import DEFAULT_FORMAT as DEFAULT_MX_FORMAT
-from memwall.golden.dplena.hbm import write_lanes
-from memwall.golden.dplena.mx import FORMATS as MX_FORMATS
 
-__all__ = ["DplenaConfig", "FpStages", "BLOCK_MAX_STAGES", "block_max_stages", "max_fp_stages",
+__all__ = ["DplenaConfig", "FpStages", "MX_ELEMENT_BITS", "LOGITS_FORMATS", "LOGITS_FORMAT_ALIASES",
+           "DEFAULT_MX_FORMAT", "write_lanes",
+           "BLOCK_MAX_STAGES", "block_max_stages", "max_fp_stages",
            "tree_latency", "sum_fold_cycles"]
+
+#: The OCP MX formats a core's dequantiser may be built for, by element width in bits: the
+#: formats of :data:`memwall.golden.dplena.mx.FORMATS`, stated here so that the spec imports no
+#: layer; ``tests/dplena/test_mx.py`` checks them against the golden table.
+MX_ELEMENT_BITS = {"mxfp8_e4m3": 8, "mxfp8_e5m2": 8, "mxfp6_e3m2": 6, "mxfp6_e2m3": 6,
+                   "mxfp4_e2m1": 4}
+#: The names a logits format may be given by: BF16 and the MX formats, and the alias ``mxfp8`` (the
+#: name the workloads once used) for MXFP8 E4M3.
+LOGITS_FORMATS = ("bf16", *MX_ELEMENT_BITS)
+LOGITS_FORMAT_ALIASES = {"mxfp8": "mxfp8_e4m3"}
+#: The MX format the dequantiser was first built for: the default wherever one is not named
+#: (the golden HBM layout, the interpreter's Prefetch and the RTL take it from here).
+DEFAULT_MX_FORMAT = "mxfp8_e4m3"
+
+
+def write_lanes(fmt: str, beat_bytes: int) -> int:
+    """Elements per Vector SRAM write of a dequantiser built for ``fmt`` (a name of
+    :data:`MX_ELEMENT_BITS`, or ``"bf16"``) on a ``beat_bytes``-byte HBM beat: one beat of 8- and
+    16-bit elements, twice as many 6- and 4-bit ones (what a 4-bit beat carries), so a write
+    always completes within a beat that exists."""
+    return beat_bytes if fmt == "bf16" or MX_ELEMENT_BITS[fmt] == 8 else 2 * beat_bytes
+
 
 #: The deepest pipeline each FP block of the core allows, by :class:`FpStages` field: the
 #: largest depth of each block's ``DEPTHS`` table (:mod:`memwall.hdl.common.fp`,
@@ -184,7 +205,7 @@ class DplenaConfig(UnitConfig):
                              "the clock period written to the SDC and config.mk is a finite "
                              "0.1 .. 1e6 ns")
     compute_format: str = field("bf16", one_of("bf16"), "vector/scalar FP format")
-    logits_format: str = field("mxfp8_e4m3", one_of(*MX_FORMATS, "bf16"),
+    logits_format: str = field("mxfp8_e4m3", one_of(*MX_ELEMENT_BITS, "bf16"),
                                "format of logits in HBM: the OCP MX format the dequantiser is "
                                "built for (8-bit elements write hbm_bytes_per_cycle lanes a "
                                "cycle, 6- and 4-bit ones twice as many), or bf16 (a core whose "
@@ -267,8 +288,8 @@ class DplenaConfig(UnitConfig):
 
     @property
     def bank_lanes(self) -> int:
-        """Lanes per Vector SRAM bank: one dequantiser write (``golden.dplena.hbm.write_lanes``:
-        one HBM beat of 8-bit elements, two beats' worth of 4-bit ones)."""
+        """Lanes per Vector SRAM bank: one dequantiser write (:func:`write_lanes`: one HBM
+        beat of 8-bit elements, two beats' worth of 4-bit ones)."""
         return write_lanes(self.mx_format, self.hbm_bytes_per_cycle)
 
     @property
