@@ -40,6 +40,8 @@ accuracy against float64, are in :mod:`memwall.golden.rdxe.quantise` (the contra
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from memwall.families.rdxe.config import MAX_TOKENS, peak_ops_per_cycle
@@ -49,7 +51,7 @@ from memwall.inputs import InputError
 __all__ = [
     "MODES", "MAX_TOKENS", "INT32_MAX", "U32_MAX", "GEMV_FITS_PRODUCTS", "STATIC_BITS",
     "static_factor", "static_rc", "QuantiseError", "gemv_acc", "vac_out", "rmsnorm_gemv",
-    "qk_scores", "softmax_pv", "attention", "repeat_kv", "rmsnorm_gemv_reference",
+    "qk_scores", "softmax_pv", "attention", "repeat_kv", "exact_sums", "rmsnorm_gemv_reference",
     "attention_reference", "peak_ops_per_cycle",
 ]
 
@@ -194,21 +196,32 @@ def attention(q, k, v, score_rc: tuple, out_static: tuple, mode: str = "fused") 
 
 # --- float64 references -----------------------------------------------------------------------
 
+def exact_sums(a) -> np.ndarray:
+    """The sums of ``a`` along its last axis, each rounded once (``math.fsum``): the same bits on
+    every machine, where a BLAS or SIMD sum adds in an order (and so to a rounding) that depends
+    on the CPU, and a figure built on it moves with the machine."""
+    a = np.asarray(a, np.float64)
+    rows = a.reshape(-1, a.shape[-1]) if a.shape[-1] else np.zeros((a.size, 0))
+    return np.array([math.fsum(row) for row in rows]).reshape(a.shape[:-1])
+
+
 def rmsnorm_gemv_reference(x, gamma, w, eps: float) -> np.ndarray:
-    """``w @ (x / sqrt(mean(x**2) + eps) * gamma)`` in float64."""
+    """``w @ (x / sqrt(mean(x**2) + eps) * gamma)`` in float64, every sum rounded once
+    (:func:`exact_sums` of the float64 products)."""
     x = np.asarray(x, dtype=np.float64)
-    return np.asarray(w, np.float64) @ (x / np.sqrt(np.mean(x * x) + eps)
-                                        * np.asarray(gamma, np.float64))
+    v = x / np.sqrt(exact_sums(x * x) / len(x) + eps) * np.asarray(gamma, np.float64)
+    return exact_sums(np.asarray(w, np.float64) * v)
 
 
 def attention_reference(q, k, v) -> np.ndarray:
     """Scaled dot-product decode attention in float64: ``q`` (heads, dh), ``k``, ``v``
-    (t, kv_heads, dh); query head ``h`` uses KV head ``h // (heads / kv_heads)``."""
+    (t, kv_heads, dh); query head ``h`` uses KV head ``h // (heads / kv_heads)``; every sum
+    rounded once (:func:`exact_sums`)."""
     q = np.asarray(q, np.float64)
     group = q.shape[0] // k.shape[1]
     k, v = repeat_kv(np.asarray(k, np.float64), group), repeat_kv(np.asarray(v, np.float64),
                                                                    group)
-    s = np.einsum("hd,thd->ht", q, k) / np.sqrt(q.shape[1])
+    s = exact_sums(q[:, None, :] * k.transpose(1, 0, 2)) / np.sqrt(q.shape[1])   # (h, t)
     p = np.exp(s - s.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
-    return np.einsum("ht,thd->hd", p, v)
+    p /= exact_sums(p)[:, None]
+    return exact_sums(p[:, None, :] * v.transpose(1, 2, 0))                       # (h, dh)

@@ -64,6 +64,7 @@ from memwall.golden.rdxe.datapath import (
     _mode,
     attention,
     attention_reference,
+    exact_sums,
     repeat_kv,
     rmsnorm_gemv,
     rmsnorm_gemv_reference,
@@ -276,7 +277,7 @@ def quantise_rmsnorm_gemv(x, gamma, w, eps: float, weight_scale: str = "channel"
         fused_static = _static("the fused INT16 factor",
                                INT16_MAX / (_largest_row_norm(wmq) * INT16_MARGIN), bound)
         rc_hi = (1 + NR_ERROR) * _static_value(norm_static) / np.sqrt(max(sumsq + eps_sum, 1))
-        x_hat_norm = np.linalg.norm(np.minimum(np.abs(xq * gq) * rc_hi + 0.5, 128))
+        x_hat_norm = np.sqrt(exact_sums(np.minimum(np.abs(xq * gq) * rc_hi + 0.5, 128) ** 2))
         seq_static = _static("the sequential INT16 factor", INT16_MAX / (
             _largest_row_norm(wq) * max(x_hat_norm, 1.0) * INT16_MARGIN), bound)
         fused_rows = s_wm * np.sqrt(d) / _static_value(fused_static)
@@ -379,7 +380,7 @@ def quantise_attention(q, k, v, kv_scale: str = "head", s_o: float | None = None
     qq = _q8(q, np.repeat(s_q, group)[:, None])
     kq, vq = _q8(k, s_k[None, :, None]), _q8(v, s_v[None, :, None])
     reference = attention_reference(q, k, v)
-    scores = np.einsum("hd,thd->ht", q, repeat_kv(k, group)) * (
+    scores = exact_sums(q[:, None, :] * repeat_kv(k, group).transpose(1, 0, 2)) * (
         np.log2(np.e) / np.sqrt(dh) * (1 << fx.EXP_FRAC_BITS))
     given = s_o is not None
     s_o = float(s_o) if given else _scale(reference)

@@ -378,3 +378,24 @@ def test_kv_layouts_place_every_byte_once(layout):
     else:
         assert np.array_equal(image[1, kw + 3].view(np.int8),
                               v[3, 1::vacs].astype(np.int8))
+
+
+def test_the_float_references_sum_exactly_in_any_order():
+    """The accuracy figures rest on the float references; their sums are rounded once, so they
+    cannot move with the machine's BLAS or SIMD order (they did: CI and a workstation disagreed
+    by one element in 10,944 before)."""
+    from fractions import Fraction
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((6, 999)) * np.exp2(rng.integers(-30, 30, size=(6, 999)))
+    perm = rng.permutation(a.shape[1])
+    got = dp.exact_sums(a)
+    assert np.array_equal(got, dp.exact_sums(a[:, perm]))
+    assert [float(sum(map(Fraction, row))) for row in a] == got.tolist()
+    x, gamma, w = rng.standard_normal(64), rng.standard_normal(64), rng.standard_normal((5, 64))
+    cols = rng.permutation(64)
+    assert np.array_equal(dp.rmsnorm_gemv_reference(x, gamma, w, 1e-5),
+                          dp.rmsnorm_gemv_reference(x[cols], gamma[cols], w[:, cols], 1e-5))
+    q, k, v = rng.standard_normal((4, 16)), rng.standard_normal((9, 2, 16)), \
+        rng.standard_normal((9, 2, 16))
+    t = rng.permutation(9)
+    assert np.array_equal(dp.attention_reference(q, k, v), dp.attention_reference(q, k[t], v[t]))
