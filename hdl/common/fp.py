@@ -32,7 +32,8 @@ from amaranth.utils import bits_for, ceil_log2
 from memwall.golden.common.formats import BF16, FP32, FloatFormat
 from memwall.hdl.common.pipeline import Stages, depth_cuts, with_stages
 
-__all__ = ["FORMATS", "Fp32ToBf16", "FpAdd", "FpMul", "bf16_key", "bf16_greater"]
+__all__ = ["FORMATS", "Fp32ToBf16", "FpAdd", "FpMul", "bf16_key", "bf16_greater",
+           "fp32_greater", "leading_zero_count"]
 
 #: Formats the generators accept, by the name stored in ``params``.
 FORMATS = {"bf16": BF16, "fp32": FP32}
@@ -58,7 +59,7 @@ def _wire(m: Module, value, name: str) -> Signal:
     return sig
 
 
-def _lzc(m: Module, value: Value, name: str = "lzc") -> Value:
+def leading_zero_count(m: Module, value: Value, name: str = "lzc") -> Value:
     """Leading-zero count of a non-zero ``value`` as a log-depth tree (unsigned).
 
     The result for ``value == 0`` is unspecified (callers handle zero themselves). Widths that
@@ -219,7 +220,7 @@ class FpAdd(wiring.Component):
 
         # Normalise: leading one to the top bit, but never below the smallest exponent (then the
         # result is subnormal: top bit clear, exponent field 0).
-        lz = _lzc(m, s)
+        lz = leading_zero_count(m, s)
         amount = _wire(m, Mux(lz > x_e, x_e[:len(lz)], lz), "amount")
         s, amount, x_e, x_sign, nan, inf, zero_sign, s_zero = st.cut(
             "lzc", s, amount, x_e, x_sign, nan=nan, inf=inf, zero_sign=zero_sign, s_zero=s_zero)
@@ -339,7 +340,8 @@ class FpMul(wiring.Component):
         else:
             prod = _wire(m, a_sig * b_sig, "prod")
             sh = _wire(m, (a_e + b_e - f.bias).as_signed(), "sh")
-            lz = _lzc(m, prod)  # unspecified for prod == 0, which gives 0 whatever the shift
+            # unspecified for prod == 0, which gives 0 whatever the shift
+            lz = leading_zero_count(m, prod)
             neg = sh < 0
             left = _wire(m, Mux(neg, 0, Mux(sh < lz, sh[:len(lz)], lz)), "left")
             e_r = _wire(m, sh + 1 - left, "e_r")  # top bit's biased exponent (if it is set)
@@ -395,7 +397,7 @@ class FpMul(wiring.Component):
             prod = _wire(m, a_sig * b_sig, "prod")
         prod, sh, right, sign, nan, inf = st.cut("product", prod, sh, right, sign=sign, nan=nan,
                                                  inf=inf)
-        lz = _lzc(m, prod)
+        lz = leading_zero_count(m, prod)
         left = _wire(m, Mux(sh < 0, 0, Mux(sh < lz, sh[:len(lz)], lz)), "left")
         prod, sh, left, right, sign, nan, inf = st.cut("lzc", prod, sh, left, right, sign=sign,
                                                        nan=nan, inf=inf)
@@ -501,8 +503,29 @@ def bf16_greater(a, b) -> Value:
     a, b = Value.cast(a), Value.cast(b)
     if len(a) != 16 or len(b) != 16:
         raise ValueError(f"bf16_greater needs 16-bit values, got {len(a)} and {len(b)} bits")
-    mag_a, mag_b, neg_a, neg_b = a[:15], b[:15], a[15], b[15]
-    nan_a, nan_b = mag_a > 0x7F80, mag_b > 0x7F80
+    return _greater(a, b, BF16)
+
+
+def fp32_greater(a, b) -> Value:
+    """:func:`bf16_greater`'s order on FP32 patterns, ``golden.dplena.noise.fp32_key(a) >
+    fp32_key(b)``: one bit (every NaN equal and above +inf, ``-0 == +0``).
+
+    Parameters
+    ----------
+    a, b : Value, 32 bits
+        FP32 bit patterns.
+    """
+    a, b = Value.cast(a), Value.cast(b)
+    if len(a) != 32 or len(b) != 32:
+        raise ValueError(f"fp32_greater needs 32-bit values, got {len(a)} and {len(b)} bits")
+    return _greater(a, b, FP32)
+
+
+def _greater(a: Value, b: Value, fmt: FloatFormat) -> Value:
+    """The total order of :func:`bf16_greater` for ``fmt``, as sign and magnitude."""
+    top, inf = fmt.width - 1, fmt.inf_bits
+    mag_a, mag_b, neg_a, neg_b = a[:top], b[:top], a[top], b[top]
+    nan_a, nan_b = mag_a > inf, mag_b > inf
     both_zero = (mag_a == 0) & (mag_b == 0)
     by_sign = Mux(neg_a,
                   neg_b & (mag_a < mag_b),                # -|a| > -|b|
