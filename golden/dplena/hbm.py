@@ -72,7 +72,7 @@ def group_data_beats(fmt: str) -> int:
 def write_lanes(fmt: str, beat_bytes: int) -> int:
     """Elements per Vector SRAM write of a dequantiser built for ``fmt``: ``W`` for 8- and 16-bit
     elements, ``2 W`` for 6- and 4-bit ones (what a 4-bit beat carries): the spec's rule
-    (:func:`memwall.families.dplena.config.write_lanes`), with ``fmt`` and ``beat_bytes`` checked."""
+    (:func:`memwall.families.dplena.config.write_lanes`), ``fmt`` and ``beat_bytes`` checked."""
     return _spec_write_lanes(canonical_format(fmt), _check_beat_bytes(beat_bytes))
 
 

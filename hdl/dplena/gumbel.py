@@ -43,7 +43,7 @@ pattern). Implicit ``clk`` and synchronous active-high ``rst``.
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-from amaranth.utils import bits_for, ceil_log2
+from amaranth.utils import bits_for
 
 from memwall.golden.dplena.gumbel import _LN2 as LN2  # the golden's constant: one definition
 from memwall.golden.dplena.gumbel import FRAC_BITS, TABLE_BITS, h_table, log2_table

@@ -168,8 +168,9 @@ class NoisyArgmax(wiring.Component):
                 right = rv & (~lv | fp32_greater(rk, lk))
                 lane = right if level == 0 else Cat(Mux(right, ri, li), right)   # lane bits
                 node = (lv | rv, Mux(right, rk, lk), Mux(right, rz, lz), lane)
+                fields = ("valid", "key", "z", "lane")
                 merged.append(tuple(later(v, t + level, t + level + 1, f"l{level}_n{j // 2}_{f}")
-                                    for v, f in zip(node, ("valid", "key", "z", "lane"))))
+                                    for v, f in zip(node, fields, strict=True)))
             nodes = merged
         present, key, value, lane = nodes[0]
 

@@ -7,9 +7,9 @@ import argparse
 import re
 
 from memwall.command import UsageError, check_sim_cycles, output_path, positive_int
+from memwall.families.dplena.config import LOGITS_FORMAT_ALIASES, LOGITS_FORMATS
 from memwall.family import Command
 from memwall.files import dumps_json
-from memwall.families.dplena.config import LOGITS_FORMAT_ALIASES, LOGITS_FORMATS
 from memwall.inputs import shown
 
 __all__ = ["COMMANDS"]
@@ -17,7 +17,8 @@ __all__ = ["COMMANDS"]
 
 def _stream_options(parser: argparse.ArgumentParser) -> None:
     """How logits reach the core: the same two options on golden, model and run."""
-    parser.add_argument("--logits-format", choices=[*LOGITS_FORMATS, *LOGITS_FORMAT_ALIASES], default=None,
+    parser.add_argument("--logits-format", choices=[*LOGITS_FORMATS, *LOGITS_FORMAT_ALIASES],
+                        default=None,
                         help="how logits are held in HBM before dequantisation (default: the "
                              "config's logits_format; mxfp8 is mxfp8_e4m3); golden takes any, "
                              "model and run bf16 or the MX format the config's core decodes")
