@@ -204,9 +204,10 @@ def assert_hierarchical_agrees_with_flat(metrics: dict) -> None:
 
 
 @pytest.mark.tool
+@pytest.mark.slow   # a whole dplena64 flow, 10 minutes here; make test checks dplena32's
 def test_hierarchical_agrees_with_flat_on_dplena64(tmp_path):
     """dplena64 (dplena32's flow, with its power activity, checks the same in
-    tests/flows/test_flow_gates.py: FLAT_GATES)."""
+    tests/flows/test_flow_gates.py: FLAT_GATES, in make test; this one is in make test-slow)."""
     try:
         find_pdk("asap7", cache_root=tmp_path / "pdk")
     except PdkError as exc:
