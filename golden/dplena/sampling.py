@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from memwall.families.dplena.config import LOGITS_FORMAT_ALIASES
 from memwall.files import write_npz_atomic
 from memwall.golden.common.formats import BF16, FP32, round_to_bf16
 from memwall.golden.common.fparith import (
@@ -507,7 +508,7 @@ def prepare_logits(logits, fmt: str) -> np.ndarray:
     if fmt == "bf16":
         return BF16.canonicalize_nan(round_to_bf16(a).view(np.uint16))
     if fmt in LOGITS_FORMATS:
-        fmt = "mxfp8_e4m3" if fmt == "mxfp8" else fmt
+        fmt = LOGITS_FORMAT_ALIASES.get(fmt, fmt)
         return mx.dequantize(*mx.quantize(a, fmt), fmt)
     raise ValueError(f"fmt: {fmt!r} is not a logits format; allowed: {', '.join(LOGITS_FORMATS)}")
 

@@ -10,7 +10,7 @@ from memwall.family import Family, lazy
 FAMILY = Family(
     name="dplena",
     summary="d-PLENA diffusion-LLM sampling core: reductions, elementwise/exp, top-k mask, "
-            "masked select, MXFP8 dequantiser, sequencer (VLEN 512-2048)",
+            "masked select, MX (FP8, FP6, FP4) dequantiser, sequencer (VLEN 512-2048)",
     config_class=DplenaConfig,
     build_top=lazy("memwall.hdl.dplena.core:build_top"),
     examples=lazy("memwall.families.dplena.examples:arrays"),
