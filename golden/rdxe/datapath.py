@@ -201,7 +201,7 @@ def exact_sums(a) -> np.ndarray:
     every machine, where a BLAS or SIMD sum adds in an order (and so to a rounding) that depends
     on the CPU, and a figure built on it moves with the machine."""
     a = np.asarray(a, np.float64)
-    rows = a.reshape(-1, a.shape[-1]) if a.shape[-1] else np.zeros((a.size, 0))
+    rows = a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
     return np.array([math.fsum(row) for row in rows]).reshape(a.shape[:-1])
 
 

@@ -500,10 +500,7 @@ def bf16_greater(a, b) -> Value:
     a, b : Value, 16 bits
         BF16 bit patterns.
     """
-    a, b = Value.cast(a), Value.cast(b)
-    if len(a) != 16 or len(b) != 16:
-        raise ValueError(f"bf16_greater needs 16-bit values, got {len(a)} and {len(b)} bits")
-    return _greater(a, b, BF16)
+    return _greater(a, b, BF16, "bf16_greater")
 
 
 def fp32_greater(a, b) -> Value:
@@ -515,14 +512,15 @@ def fp32_greater(a, b) -> Value:
     a, b : Value, 32 bits
         FP32 bit patterns.
     """
+    return _greater(a, b, FP32, "fp32_greater")
+
+
+def _greater(a, b, fmt: FloatFormat, name: str) -> Value:
+    """The total order of :func:`bf16_greater` for ``fmt``, as sign and magnitude; ``name`` is
+    the caller's, for the width error."""
     a, b = Value.cast(a), Value.cast(b)
-    if len(a) != 32 or len(b) != 32:
-        raise ValueError(f"fp32_greater needs 32-bit values, got {len(a)} and {len(b)} bits")
-    return _greater(a, b, FP32)
-
-
-def _greater(a: Value, b: Value, fmt: FloatFormat) -> Value:
-    """The total order of :func:`bf16_greater` for ``fmt``, as sign and magnitude."""
+    if len(a) != fmt.width or len(b) != fmt.width:
+        raise ValueError(f"{name} needs {fmt.width}-bit values, got {len(a)} and {len(b)} bits")
     top, inf = fmt.width - 1, fmt.inf_bits
     mag_a, mag_b, neg_a, neg_b = a[:top], b[:top], a[top], b[top]
     nan_a, nan_b = mag_a > inf, mag_b > inf

@@ -161,6 +161,7 @@ class NoisyArgmax(wiring.Component):
         z_keys = later(z, t_mul, t, "z_keys")
         nodes = [(lane < count, keys[lane], z_keys[16 * lane:16 * lane + 16], None)
                  for lane in range(self.lanes)]
+        fields = ("valid", "key", "z", "lane")
         for level in range(self.levels):
             merged = []
             for j in range(0, len(nodes), 2):
@@ -168,7 +169,6 @@ class NoisyArgmax(wiring.Component):
                 right = rv & (~lv | fp32_greater(rk, lk))
                 lane = right if level == 0 else Cat(Mux(right, ri, li), right)   # lane bits
                 node = (lv | rv, Mux(right, rk, lk), Mux(right, rz, lz), lane)
-                fields = ("valid", "key", "z", "lane")
                 merged.append(tuple(later(v, t + level, t + level + 1, f"l{level}_n{j // 2}_{f}")
                                     for v, f in zip(node, fields, strict=True)))
             nodes = merged

@@ -18,12 +18,18 @@ LOGITS = np.array([2.0, 1.0, 0.5, 0.0, -0.5, -1.0, -2.0, -4.0])
 def test_token_frequencies_match_softmax_over_t(temperature):
     draws = 20000
     z = np.broadcast_to(LOGITS, (1, draws, LOGITS.size))     # every row its own stream
-    x0 = noise.noisy_x0(z, temperature, seed=11, step=3)[0]
+    _assert_draws_follow_softmax(noise.noisy_x0(z, temperature, seed=11, step=3)[0],
+                                 temperature)
+
+
+def _assert_draws_follow_softmax(x0: np.ndarray, temperature: float) -> None:
+    """The tokens ``x0`` drawn over LOGITS pass the chi-square test against softmax(LOGITS / T);
+    and the test can fail: at T != 1 the same draws against softmax(LOGITS) are rejected."""
+    draws = len(x0)
     counts = np.bincount(x0, minlength=LOGITS.size)
     p = np.exp(LOGITS / temperature)
     p /= p.sum()
     assert chisquare(counts, p * draws).pvalue > ALPHA
-    # and the test can fail: the same draws against softmax(z) (T = 1) are rejected
     if temperature != 1.0:
         q = np.exp(LOGITS) / np.exp(LOGITS).sum()
         assert chisquare(counts, q * draws).pvalue < ALPHA
@@ -71,14 +77,8 @@ def test_the_hardware_draws_follow_softmax_over_t(temperature):
     draws = 20000
     z = np.broadcast_to(_bf16(LOGITS), (draws, LOGITS.size))
     t_bits = int(np.float32(temperature).view(np.uint32))
-    x0 = noise.noisy_argmax_hw(z, t_bits, seed=5, step=2)["index"]
-    counts = np.bincount(x0, minlength=LOGITS.size)
-    p = np.exp(LOGITS / temperature)
-    p /= p.sum()
-    assert chisquare(counts, p * draws).pvalue > ALPHA
-    if temperature != 1.0:
-        q = np.exp(LOGITS) / np.exp(LOGITS).sum()
-        assert chisquare(counts, q * draws).pvalue < ALPHA
+    _assert_draws_follow_softmax(noise.noisy_argmax_hw(z, t_bits, seed=5, step=2)["index"],
+                                 temperature)
 
 
 def test_the_hardware_keys_are_within_their_bound_of_float64():
