@@ -112,6 +112,7 @@ def test_verilator():
     _check(cfg, wl, logits, x, run_core(cfg, wl, logits, x, sim="verilator"))
 
 
+@pytest.mark.slow   # a 3-minute simulation: make test-slow
 def test_paper_config_smoke():
     """dplena512 itself (512 lanes, 8 banks, 64 B port) on a short step: two chunks per row."""
     cfg = load_config("dplena512")
