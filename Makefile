@@ -56,7 +56,8 @@ test: $(STAMP)
 		--durations=15 tests
 
 # The long checks `make test` leaves out (pytest marker `slow`): BCH decoding at 64 and 65
-# injected errors, every input of the Gumbel unit, the 32-lane noisy argmax under Verilator, and
+# injected errors, every input of the Gumbel unit, the 32-lane noisy argmax under Verilator, the
+# dplena512 core smoke, dplena32's sky130hd flow gate, and
 # hierarchical against flat timing on dplena64 (make test checks it on dplena32).
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -q -m slow tests
